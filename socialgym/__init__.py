@@ -1,0 +1,10 @@
+"""socialgym: PettingZoo environments of social-media platforms populated by agents."""
+
+from socialgym.config import REWARD_NAMES, FeedConfig
+from socialgym.envs import REGISTRY, make
+from socialgym.envs.feed_v0 import env, parallel_env, raw_env
+
+__version__ = "0.1.0"
+
+__all__ = ["parallel_env", "env", "raw_env", "make", "REGISTRY", "FeedConfig", "REWARD_NAMES",
+           "__version__"]

@@ -1,0 +1,589 @@
+"""The feed environment: a PettingZoo ParallelEnv of the platform's two-phase rounds (SPEC §1).
+
+Step 1 of a round (act): every agent submits N actions. Step 2 (vote): every agent votes on
+this round's public items by others. After the vote step the round's rewards are computed
+(SPEC §3), then the ties are updated (SPEC §4), then the recommender learns and builds the
+next round's feeds (SPEC §5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from socialgym.config import REWARD_NAMES, FeedConfig
+from socialgym.envs.feed.encoding import (
+    DM_FEATURES, FEED_ITEM_FEATURES, SELF_FEATURES, ActionLayout, MaskCache,
+)
+from socialgym.envs.feed.parsing import (
+    ActParser, InvalidAction, SlotColumns, _numeric_shape_error, invalid_error, parse_votes,
+)
+from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
+from socialgym.platform.actions import ACTION_TYPES, COM, DM, POST, TONE_SENTIMENT, RoundBatch
+from socialgym.platform.content import ContentStore
+from socialgym.platform.topics import TopicVocabulary
+from socialgym.recommenders import EMPTY, FeedRequest, make_recommender
+from socialgym.rewards import RewardParams, compose, reward_components
+from socialgym.sentiment import make_scorer
+from socialgym.ties import LogisticEvidence, TieDynamics, TieUpdate
+
+PHASES = ("act", "vote")
+_MISSING = object()
+
+
+class Peers(Sequence):
+    """The ids an agent may address: everyone but itself, without an n-sized copy per agent."""
+
+    __slots__ = ("_ids", "_me")
+
+    def __init__(self, ids: tuple[str, ...], me: int) -> None:
+        self._ids, self._me = ids, me
+
+    def __len__(self) -> int:
+        return len(self._ids) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._ids[i + (i >= self._me)]
+
+    def __contains__(self, x) -> bool:
+        return x != self._ids[self._me] and x in self._ids
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"Peers({list(self)!r})" if len(self) <= 20 else f"Peers(<{len(self)} agents>)"
+
+
+@dataclass
+class RoundRecord:
+    """Everything one finished round produced, for data collectors (runner, logging)."""
+
+    round: int
+    batch: RoundBatch
+    texts: list
+    components: np.ndarray      # (n, 5)
+    totals: np.ndarray          # (n,)
+    ties: TieUpdate
+    invalid: dict
+
+
+class FeedEnv(ParallelEnv):
+    """Social-media feed platform. Construct with ``socialgym.parallel_env(**config)``."""
+
+    metadata = {"name": "socialgym_feed_v0", "render_modes": ["human", "ansi"],
+                "is_parallelizable": True}
+
+    def __init__(self, render_mode: str | None = None, **config: Any) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+        self.render_mode = render_mode
+        self.config = FeedConfig.from_kwargs(**config)
+        cfg = self.config
+        self.possible_agents = list(cfg.agent_ids)
+        self.agents_all = tuple(cfg.agent_ids)
+        self._agent_index = {a: i for i, a in enumerate(self.agents_all)}
+        self.agents: list[str] = []
+        self.layout = ActionLayout(cfg.n_agents, cfg.n_actions, cfg.feed_size, cfg.dm_inbox_size,
+                                   cfg.max_topics, cfg.vote_feed_size)
+        self._mask_cache = MaskCache(self.layout)
+        self.lambdas = cfg.lambda_matrix()
+        self.reward_params = RewardParams.from_config(cfg)
+        self._scorer = make_scorer(cfg.sentiment)
+        self.recommender = make_recommender(cfg.recommender)
+        self.tie_scorer = cfg.tie_scorer if cfg.tie_scorer is not None else LogisticEvidence(cfg.evidence_weights)
+        self._action_spaces: dict[str, spaces.Space] = {}
+        self._observation_spaces: dict[str, spaces.Space] = {}
+        self.rng: np.random.Generator | None = None
+        self.last_round: RoundRecord | None = None
+        self.round = 0
+        self.phase = "act"
+
+    # ---------------------------------------------------------------- spaces (cached per agent)
+    def action_space(self, agent: str) -> spaces.Space:
+        space = self._action_spaces.get(agent)
+        if space is None:
+            self._check_agent(agent)
+            space = spaces.MultiDiscrete(self.layout.nvec)
+            self._action_spaces[agent] = space
+        return space
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        space = self._observation_spaces.get(agent)
+        if space is None:
+            self._check_agent(agent)
+            space = self._build_observation_space(agent)
+            self._observation_spaces[agent] = space
+        return space
+
+    def _build_observation_space(self, agent: str) -> spaces.Dict:
+        cfg = self.config
+        entries: dict[str, spaces.Space] = {}
+        numeric = {
+            "phase": spaces.Discrete(2),
+            "round": spaces.Discrete(cfg.max_rounds + 2),
+            "self": spaces.Box(-1.0, np.inf, (len(SELF_FEATURES),), np.float32),
+            "feed": spaces.Box(-1.0, np.inf, (cfg.feed_size, len(FEED_ITEM_FEATURES)), np.float32),
+            "dms": spaces.Box(-1.0, np.inf, (cfg.dm_inbox_size, len(DM_FEATURES)), np.float32),
+            "vote_items": spaces.Box(-1.0, np.inf, (cfg.vote_feed_size, len(FEED_ITEM_FEATURES)), np.float32),
+        }
+        if cfg.obs_format == "numeric":
+            entries.update(numeric)
+        else:
+            entries.update({
+                "phase": Choice(PHASES),
+                "round": spaces.Discrete(cfg.max_rounds + 2),
+                "agent": Choice((agent,)),
+                "users": IdSequence(self.agents_all),
+                "feed": ItemList(ITEM_KEYS, cfg.feed_size),
+                "dms": ItemList(DM_KEYS, None),
+                "topics": IdSequence(None),
+                "last_rewards": RewardDict(REWARD_NAMES + ("total",)),
+                "vote_items": ItemList(ITEM_KEYS, cfg.vote_feed_size),
+            })
+            if cfg.obs_format == "both":
+                entries["numeric"] = spaces.Dict(numeric)
+        if cfg.action_masks:
+            entries["action_mask"] = spaces.Tuple([spaces.MultiBinary(int(k)) for k in self.layout.nvec])
+        return spaces.Dict(entries)
+
+    def _check_agent(self, agent: str) -> None:
+        if agent not in self._agent_index:
+            raise KeyError(f"unknown agent {agent!r}; agents are agent_0 .. agent_{self.config.n_agents - 1}")
+
+    # ---------------------------------------------------------------- episode
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        cfg = self.config
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        elif self.rng is None:
+            self.rng = np.random.default_rng(cfg.seed)
+        n = cfg.n_agents
+        self.content = ContentStore()
+        self.vocab = TopicVocabulary(cfg.topics)
+        self.ties = TieDynamics(n, xi=cfg.xi, delta_max=cfg.delta_max, decay=cfg.decay,
+                                b_rec=cfg.b_rec, eps=cfg.eps, scorer=self.tie_scorer,
+                                prune_below=cfg.tie_prune_below, seed_graph=cfg.seed_graph)
+        self.recommender.reset()
+        self.round, self.phase = 1, "act"
+        width = max(cfg.max_topics, len(self.vocab), 1)
+        self._seen_feed = np.zeros((n, width), dtype=bool)   # topics of feed items, rounds < t
+        self._seen_any = np.zeros((n, width), dtype=bool)    # + DMs received + own actions
+        self._feed = np.full((n, cfg.feed_size), EMPTY, dtype=np.int64)
+        self._vote_items = np.full((n, cfg.vote_feed_size), EMPTY, dtype=np.int64)
+        self._set_inbox(np.zeros(0, np.int64))
+        self._prev_dm_sender = np.zeros(0, np.int32)
+        self._prev_dm_recipient = np.zeros(0, np.int32)
+        self._last = np.zeros((n, len(REWARD_NAMES) + 1))
+        self._pending: tuple[RoundBatch, list, dict] | None = None
+        self.last_round = None
+        self.agents = list(self.possible_agents)
+        return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
+
+    def step(self, actions: dict):
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was never called); call reset()")
+        if not isinstance(actions, dict):
+            raise TypeError(f"step() takes a dict agent id -> action, got {type(actions).__name__}")
+        unknown = [a for a in actions if a not in self._agent_index]
+        if unknown:
+            raise ValueError(f"actions given for unknown agent(s) {unknown[:5]}")
+        if self.phase == "act":
+            return self._act_step(actions)
+        return self._vote_step(actions)
+
+    def _invalid_handler(self, invalid: dict, phase: str):
+        strict = self.config.invalid_actions == "strict"
+
+        def handle(agent: int, err: InvalidAction) -> None:
+            if strict:
+                raise invalid_error(self.agents_all[agent], err)
+            invalid.setdefault(agent, []).append(err.record(phase))
+        return handle
+
+    def _act_step(self, actions: dict):
+        invalid: dict[int, list] = {}
+        handle = self._invalid_handler(invalid, "act")
+        parser = ActParser(self)
+        cols = SlotColumns()
+        numeric_agents, numeric_vectors = [], []
+        for i, agent in enumerate(self.agents_all):
+            payload = actions.get(agent, _MISSING)
+            if payload is _MISSING:
+                handle(i, InvalidAction(None, "actions", "no action given for this agent"))
+            elif isinstance(payload, np.ndarray):
+                numeric_agents.append(i)
+                numeric_vectors.append(payload)
+            else:
+                parser.parse_structured(i, payload, cols, lambda err, i=i: handle(i, err))
+        parser.parse_numeric(np.asarray(numeric_agents, np.int64), numeric_vectors, cols, handle)
+
+        batch, texts = self._build_batch(cols)
+        self.content.append_batch(batch, texts)
+        pool = batch.content_id[batch.is_public]
+        self._vote_items = self._recommend(pool, self.config.vote_feed_size, "vote")
+        self._pending = (batch, texts, invalid)
+        self.phase = "vote"
+        obs = self._observe()
+        rewards = {a: 0.0 for a in self.agents}
+        infos = {a: {"phase": "vote", "round": self.round, "invalid": invalid.get(i, [])}
+                 for i, a in enumerate(self.agents_all)}
+        return obs, rewards, self._flags(False), self._flags(False), infos
+
+    def _build_batch(self, cols: SlotColumns) -> tuple[RoundBatch, list]:
+        """Columns in (agent, slot) order, new topics added to the vocabulary in that order."""
+        order = np.lexsort((np.asarray(cols.slot, np.int64), np.asarray(cols.sender, np.int64)))
+        topics = [cols.topic[k] for k in order]
+        topic_ids = np.array([t if isinstance(t, int) else self.vocab.add(t) for t in topics], dtype=np.int32)
+        self._grow_seen(len(self.vocab))
+        mention_lists = [cols.mentions[k] for k in order]
+        counts = np.fromiter((len(m) for m in mention_lists), dtype=np.int64, count=len(order))
+        batch = RoundBatch(
+            n_agents=self.config.n_agents, n_actions=self.config.n_actions, round=self.round,
+            sender=np.asarray(cols.sender, np.int32)[order],
+            kind=np.asarray(cols.kind, np.int8)[order],
+            recipient=np.asarray(cols.recipient, np.int32)[order],
+            target_id=np.asarray(cols.target_id, np.int64)[order],
+            topic=topic_ids,
+            sentiment=np.asarray(cols.sentiment, np.float64)[order],
+            mention_action=np.repeat(np.arange(len(order), dtype=np.int64), counts),
+            mention_agent=np.fromiter((m for ms in mention_lists for m in ms), dtype=np.int32,
+                                      count=int(counts.sum())),
+        )
+        return batch, [cols.text[k] for k in order]
+
+    def _vote_step(self, actions: dict):
+        batch, texts, invalid = self._pending
+        handle = self._invalid_handler(invalid, "vote")
+        voters, items, values = self._collect_votes(actions, handle)
+        # all votes validated: from here on the round is committed
+        self.content.apply_votes(items, values)
+        author = self.content.column("author")
+        batch.vote_voter = voters
+        batch.vote_item = items
+        batch.vote_value = values
+        batch.vote_author = author[items]
+        batch.vote_kind = self.content.column("kind")[items]
+        batch.vote_topic = self.content.column("topic")[items]
+        batch.feed = self._feed
+        batch.feed_topics = np.where(self._feed >= 0, self.content.column("topic")[np.maximum(self._feed, 0)], -1)
+        batch.prev_dm_sender, batch.prev_dm_recipient = self._prev_dm_sender, self._prev_dm_recipient
+
+        components = reward_components(batch, self._seen_feed, len(self.vocab), self.reward_params)
+        totals = compose(components, self.lambdas)
+        tie_update = self.ties.update(batch, self._seen_any, context=self)
+        self._remember_topics(batch)
+        self.recommender.update(self.content, batch, self.rng)
+        self.last_round = RoundRecord(self.round, batch, texts, components, totals, tie_update, invalid)
+
+        is_dm = batch.kind == DM
+        self._prev_dm_sender, self._prev_dm_recipient = batch.sender[is_dm], batch.recipient[is_dm]
+        self._set_inbox(batch.content_id[is_dm])
+        self._last = np.column_stack([components, totals])
+        self.round += 1
+        self.phase = "act"
+        done = self.round > self.config.max_rounds
+        if not done:
+            public = np.flatnonzero(self.content.public_mask())
+            self._feed = self._recommend(public, self.config.feed_size, "act")
+        else:
+            self._feed = np.full_like(self._feed, EMPTY)
+            self._set_inbox(np.zeros(0, np.int64))
+        self._vote_items = np.full_like(self._vote_items, EMPTY)
+        obs = self._observe()
+        rewards = dict(zip(self.agents, totals.tolist()))
+        comp_rows = components.tolist()
+        infos = {a: {"phase": "act", "round": self.round - 1,
+                     "reward_components": dict(zip(REWARD_NAMES, comp_rows[i])),
+                     "invalid": invalid.get(i, [])}
+                 for i, a in enumerate(self.agents_all)}
+        truncations = self._flags(done)
+        terminations = self._flags(False)
+        if done:
+            self.agents = []
+        if self.render_mode == "human":
+            print(self.render())
+        return obs, rewards, terminations, truncations, infos
+
+    def _collect_votes(self, actions: dict, handle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        voter_parts, item_parts, value_parts = [], [], []
+        numeric_agents, numeric_vectors = [], []
+        for i, agent in enumerate(self.agents_all):
+            payload = actions.get(agent, _MISSING)
+            if payload is _MISSING:
+                handle(i, InvalidAction(None, "votes", "no votes given for this agent (send {'votes': {}})"))
+                continue
+            if isinstance(payload, np.ndarray) and _numeric_shape_error(payload, self.layout) is None:
+                numeric_agents.append(i)
+                numeric_vectors.append(payload[self.layout.act_length:])
+                continue
+            votes = parse_votes(self, i, payload, lambda err, i=i: handle(i, err))
+            if votes:
+                voter_parts.append(np.full(len(votes), i, np.int32))
+                item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
+                value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
+        if numeric_agents:   # vectorised: code 0/1/2 = vote -1/0/+1 on vote slot v
+            agents = np.asarray(numeric_agents, np.int64)
+            codes = np.stack(numeric_vectors).astype(np.int64)
+            slots = self._vote_items[agents]
+            bad = ~np.isin(codes, (0, 1, 2)) | ((codes != 1) & (slots < 0))
+            for a, v in zip(*np.nonzero(bad)):
+                reason = ("vote code must be 0, 1 or 2" if codes[a, v] not in (0, 1, 2)
+                          else "a non-zero vote on an empty vote slot")
+                handle(int(agents[a]), InvalidAction(int(v), "votes", f"{reason}, got {codes[a, v]}"))
+            cast = (codes != 1) & ~bad
+            a_idx, v_idx = np.nonzero(cast)
+            voter_parts.append(agents[a_idx].astype(np.int32))
+            item_parts.append(slots[a_idx, v_idx])
+            value_parts.append((codes[a_idx, v_idx] - 1).astype(np.int8))
+        if not voter_parts:
+            return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
+        return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
+
+    # ---------------------------------------------------------------- platform bookkeeping
+    def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
+        n = self.config.n_agents
+        request = FeedRequest(viewers=np.arange(n), candidates=np.sort(pool), k=k, phase=phase,
+                              round=self.round, content=self.content, ties=self.tie_matrix, n_agents=n)
+        raw = self.recommender.recommend(request, self.rng)
+        return self._check_feed(np.asarray(raw), pool, k, phase)
+
+    def _check_feed(self, feed: np.ndarray, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
+        """Reject a recommender's output that breaks SPEC §5; compact it to fill from slot 0."""
+        n = self.config.n_agents
+        name = getattr(self.recommender, "name", type(self.recommender).__name__)
+        if feed.ndim != 2 or feed.shape[0] != n or feed.shape[1] > k or feed.dtype.kind not in "iu":
+            raise ValueError(f"recommender {name!r} must return an integer array of shape ({n}, <= {k}), "
+                             f"got shape {feed.shape} dtype {feed.dtype}")
+        feed = feed.astype(np.int64)
+        present = feed >= 0
+        if np.any(feed < EMPTY):
+            raise ValueError(f"recommender {name!r} returned negative ids other than -1 (empty)")
+        if not np.all(np.isin(feed[present], pool)):
+            raise ValueError(f"recommender {name!r} returned ids outside the candidate pool ({phase} phase)")
+        own = present & (self.content.column("author")[np.maximum(feed, 0)] == np.arange(n)[:, None])
+        if own.any():
+            raise ValueError(f"recommender {name!r} showed agents their own items ({phase} phase)")
+        srt = np.sort(feed, axis=1)
+        if np.any((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)):
+            raise ValueError(f"recommender {name!r} repeated an item within one list ({phase} phase)")
+        out = np.full((n, k), EMPTY, dtype=np.int64)
+        order = np.argsort(~present, axis=1, kind="stable")
+        out[:, : feed.shape[1]] = np.take_along_axis(feed, order, axis=1)
+        return out
+
+    def _set_inbox(self, dm_ids: np.ndarray) -> None:
+        """Last round's DMs grouped by recipient, newest first."""
+        n = self.config.n_agents
+        recipients = self.content.column("recipient")[dm_ids] if len(dm_ids) else np.zeros(0, np.int32)
+        order = np.lexsort((-dm_ids, recipients))
+        self._inbox_ids = dm_ids[order]
+        self._inbox_ptr = np.searchsorted(recipients[order], np.arange(n + 1))
+        rank = np.arange(len(order)) - self._inbox_ptr[recipients[order]]
+        keep = rank < self.config.dm_inbox_size
+        self._inbox = np.full((n, self.config.dm_inbox_size), EMPTY, dtype=np.int64)
+        self._inbox[recipients[order][keep], rank[keep]] = self._inbox_ids[keep]
+
+    def _grow_seen(self, n_topics: int) -> None:
+        width = self._seen_feed.shape[1]
+        if n_topics > width:
+            extra = max(n_topics, 2 * width) - width
+            pad = np.zeros((self.config.n_agents, extra), dtype=bool)
+            self._seen_feed = np.hstack([self._seen_feed, pad])
+            self._seen_any = np.hstack([self._seen_any, pad])
+
+    def _remember_topics(self, batch: RoundBatch) -> None:
+        rows, cols = np.nonzero(batch.feed_topics >= 0)
+        feed_topic = batch.feed_topics[rows, cols]
+        self._seen_feed[rows, feed_topic] = True
+        self._seen_any[rows, feed_topic] = True
+        self._seen_any[batch.sender, batch.topic] = True                   # own actions
+        is_dm = batch.kind == DM
+        self._seen_any[batch.recipient[is_dm], batch.topic[is_dm]] = True  # DMs received
+
+    def _sentiment_of(self, text: str | None, tone_idx: int) -> float:
+        if text and self._scorer is not None:
+            return self._scorer(text)
+        return float(TONE_SENTIMENT[tone_idx])
+
+    def _flags(self, value: bool) -> dict:
+        return dict.fromkeys(self.agents, value)
+
+    # ---------------------------------------------------------------- observations
+    def _observe(self) -> dict:
+        cfg = self.config
+        masks = self._masks() if cfg.action_masks else None
+        numeric = self._numeric_observations() if cfg.obs_format != "structured" else None
+        structured = self._structured_observations() if cfg.obs_format != "numeric" else None
+        obs = {}
+        for i, agent in enumerate(self.agents_all):
+            if structured is not None:
+                o = structured[i]
+                if numeric is not None:
+                    o["numeric"] = numeric(i)
+            else:
+                o = numeric(i)
+            if masks is not None:
+                o["action_mask"] = masks[i]
+            obs[agent] = o
+        return obs
+
+    def _masks(self) -> list:
+        n_feed = (self._feed >= 0).sum(axis=1)
+        n_dms = (self._inbox >= 0).sum(axis=1)
+        n_votes = (self._vote_items >= 0).sum(axis=1)
+        keys = np.stack([n_feed, n_dms, n_votes], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        first, n_topics = self.round == 1, len(self.vocab)
+        tuples = [self._mask_cache.get(first, int(f), int(d), int(v), n_topics) for f, d, v in uniq]
+        return [tuples[j] for j in inverse.reshape(-1).tolist()]
+
+    def _numeric_observations(self):
+        cfg = self.config
+        n = cfg.n_agents
+        me = np.arange(n)
+        self_feat = np.empty((n, len(SELF_FEATURES)), np.float32)
+        self_feat[:, 0] = self.round
+        self_feat[:, 1] = cfg.max_rounds
+        self_feat[:, 2] = PHASES.index(self.phase)
+        self_feat[:, 3:8] = self.lambdas
+        self_feat[:, 8:14] = self._last
+        feed = self._item_features(self._feed, me)
+        votes = self._item_features(self._vote_items, me)
+        dms = self._dm_features(me)
+        phase, rnd = PHASES.index(self.phase), self.round
+
+        def row(i: int) -> dict:
+            return {"phase": phase, "round": rnd, "self": self_feat[i], "feed": feed[i],
+                    "dms": dms[i], "vote_items": votes[i]}
+        return row
+
+    def _item_features(self, ids: np.ndarray, me: np.ndarray) -> np.ndarray:
+        feats = np.zeros(ids.shape + (len(FEED_ITEM_FEATURES),), np.float32)
+        feats[..., 1:3] = -1                                  # author, topic of an empty slot
+        present = ids >= 0
+        if not present.any():
+            return feats
+        c, n = self.content, self.config.n_agents
+        safe = np.maximum(ids, 0)
+        author = c.column("author")[safe].astype(np.int64)
+        m_items, m_agents = c._mentions()
+        mention_keys = np.sort(m_items * n + m_agents)
+        probe = safe * n + me[:, None]
+        pos = np.minimum(np.searchsorted(mention_keys, probe), max(len(mention_keys) - 1, 0))
+        mention_me = mention_keys[pos] == probe if len(mention_keys) else np.zeros(ids.shape, bool)
+        tie_out = self.ties.weights.lookup((me[:, None] * n + author).ravel()).reshape(ids.shape)
+        tie_in = self.ties.weights.lookup((author * n + me[:, None]).ravel()).reshape(ids.shape)
+        columns = [np.ones(ids.shape), author, c.column("topic")[safe], c.column("kind")[safe] == COM,
+                   c.column("likes")[safe], c.column("dislikes")[safe], self.round - c.column("round")[safe],
+                   tie_out, tie_in, mention_me]
+        for j, col in enumerate(columns):
+            feats[..., j] = np.where(present, col, feats[..., j])
+        return feats
+
+    def _dm_features(self, me: np.ndarray) -> np.ndarray:
+        ids = self._inbox
+        present = ids >= 0
+        feats = np.zeros(ids.shape + (len(DM_FEATURES),), np.float32)
+        feats[..., 1:3] = -1
+        if not present.any():
+            return feats
+        c, n = self.content, self.config.n_agents
+        safe = np.maximum(ids, 0)
+        author = c.column("author")[safe].astype(np.int64)
+        tie_out = self.ties.weights.lookup((me[:, None] * n + author).ravel()).reshape(ids.shape)
+        tie_in = self.ties.weights.lookup((author * n + me[:, None]).ravel()).reshape(ids.shape)
+        columns = [np.ones(ids.shape), author, c.column("topic")[safe], c.column("sentiment")[safe], tie_out, tie_in]
+        for j, col in enumerate(columns):
+            feats[..., j] = np.where(present, col, feats[..., j])
+        return feats
+
+    def _structured_observations(self) -> list[dict]:
+        cfg = self.config
+        c = self.content
+        shown = np.concatenate([self._feed.ravel(), self._vote_items.ravel(), self._inbox_ids])
+        base = self._item_dicts(np.unique(shown[shown >= 0]))
+        topics = self.vocab.names
+        last_rows = self._last.tolist()
+        names = REWARD_NAMES + ("total",)
+        out = []
+        for i, agent in enumerate(self.agents_all):
+            feed = [_copy_item(base[j]) for j in self._feed[i].tolist() if j >= 0]
+            votes = [_copy_item(base[j]) for j in self._vote_items[i].tolist() if j >= 0]
+            dms = [dict(base[j]) for j in self._inbox_ids[self._inbox_ptr[i]:self._inbox_ptr[i + 1]].tolist()]
+            out.append({
+                "phase": self.phase, "round": self.round, "agent": agent,
+                "users": Peers(self.agents_all, i), "feed": feed, "dms": dms, "topics": topics,
+                "last_rewards": dict(zip(names, last_rows[i])), "vote_items": votes,
+            })
+        return out
+
+    def _item_dicts(self, ids: np.ndarray) -> dict[int, dict]:
+        c = self.content
+        ids_l = ids.tolist()
+        kind = c.column("kind")[ids].tolist()
+        author = c.column("author")[ids].tolist()
+        recipient = c.column("recipient")[ids].tolist()
+        topic = c.column("topic")[ids].tolist()
+        target = c.column("target_id")[ids].tolist()
+        likes = c.column("likes")[ids].tolist()
+        dislikes = c.column("dislikes")[ids].tolist()
+        rnd = c.column("round")[ids].tolist()
+        names, agents = self.vocab.names, self.agents_all
+        out = {}
+        for k, cid in enumerate(ids_l):
+            if kind[k] == DM:
+                out[cid] = {"id": cid, "type": "DM", "author": agents[author[k]],
+                            "recipient": agents[recipient[k]], "topic": names[topic[k]],
+                            "text": c.texts[cid], "target_id": target[k] if target[k] >= 0 else None,
+                            "round": rnd[k]}
+            else:
+                out[cid] = {"id": cid, "type": ACTION_TYPES[kind[k]], "author": agents[author[k]],
+                            "topic": names[topic[k]], "text": c.texts[cid],
+                            "target_id": target[k] if target[k] >= 0 else None,
+                            "mentions": [agents[m] for m in c.mentions_of(cid)],
+                            "likes": likes[k], "dislikes": dislikes[k], "round": rnd[k]}
+        return out
+
+    # ---------------------------------------------------------------- public accessors
+    def tie_matrix(self) -> sp.csr_matrix:
+        """Current W as scipy.sparse CSR (n x n); ``W[v, u]`` = tie from v to u."""
+        return self.ties.matrix()
+
+    def network_metrics(self, threshold: float = 0.1, groups=None) -> dict:
+        from socialgym.metrics import network_metrics
+        return network_metrics(self.tie_matrix(), threshold=threshold, groups=groups)
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        W = self.tie_matrix()
+        lines = [f"round {self.round} ({self.phase} phase next), {len(self.content)} items, "
+                 f"{W.nnz} directed ties, mean tie {W.data.mean() if W.nnz else 0.0:.3f}"]
+        if self.last_round is not None:
+            comps = self.last_round.components.mean(axis=0)
+            lines.append("last round mean rewards: " + ", ".join(
+                f"{r} {v:.3f}" for r, v in zip(REWARD_NAMES, comps)) +
+                f", total {self.last_round.totals.mean():.3f}")
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        pass
+
+
+def _copy_item(item: dict) -> dict:
+    copy = dict(item)
+    copy["mentions"] = list(item["mentions"])
+    return copy

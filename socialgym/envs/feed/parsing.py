@@ -1,0 +1,372 @@
+"""Validation of agents' actions (SPEC §1, §6) into the columnar round batch.
+
+Structured actions (dicts) are checked one agent at a time — parsing free-form input is
+inherently per agent; numeric actions (integer vectors) are checked for all agents at once.
+Both end in the same columns. An invalid slot raises (``strict``) or becomes NOT with a record
+(``lenient``); nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from socialgym.config import normalise_topic
+from socialgym.envs.feed.encoding import FIELDS, ActionLayout
+from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONE_SENTIMENT, TONES
+
+_ACTION_KEYS = {
+    POST: {"type", "topic", "text", "mentions", "tone"},
+    COM: {"type", "target_id", "topic", "text", "mentions", "tone"},
+    DM: {"type", "recipient", "target_id", "topic", "text", "tone"},
+    NOT: {"type"},
+}
+_ALL_KEYS = set().union(*_ACTION_KEYS.values())
+
+
+class InvalidAction(Exception):
+    def __init__(self, slot: int | None, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.slot, self.field, self.reason = slot, field, reason
+
+    def record(self, phase: str) -> dict:
+        return {"phase": phase, "slot": self.slot, "field": self.field, "reason": self.reason}
+
+
+def invalid_error(agent: str, err: InvalidAction) -> ValueError:
+    where = f"slot {err.slot}" if err.slot is not None else "payload"
+    return ValueError(f"invalid action of {agent}, {where}, field {err.field!r}: {err.reason}")
+
+
+@dataclass
+class SlotColumns:
+    """Accumulates parsed actions (NOTs omitted). ``topic`` holds ids or new topic strings."""
+
+    sender: list = field(default_factory=list)
+    slot: list = field(default_factory=list)
+    kind: list = field(default_factory=list)
+    target_id: list = field(default_factory=list)
+    recipient: list = field(default_factory=list)
+    topic: list = field(default_factory=list)
+    sentiment: list = field(default_factory=list)
+    text: list = field(default_factory=list)
+    mentions: list = field(default_factory=list)
+
+
+class ActParser:
+    """Parses act-phase payloads against the live platform state of one round."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.n = env.config.n_agents
+        self.n_actions = env.config.n_actions
+        self.first_round = env.round == 1
+        self.max_text = env.config.max_text_chars
+
+    # ---- structured -------------------------------------------------------------------------
+    def parse_structured(self, agent: int, payload: Any, out: SlotColumns, on_invalid) -> None:
+        """Parse one agent's ``{"actions": [...]}``; ``on_invalid(err)`` raises or records."""
+        if not isinstance(payload, Mapping) or "actions" not in payload:
+            on_invalid(InvalidAction(None, "actions",
+                                     f"act-phase action must be a dict {{'actions': [...]}} or a numeric "
+                                     f"vector, got {_short(payload)}"))
+            return
+        extra = set(payload) - {"actions"}
+        if extra:
+            on_invalid(InvalidAction(None, sorted(extra)[0], f"unexpected key(s) {sorted(extra)} in act payload"))
+        actions = payload["actions"]
+        if isinstance(actions, (str, bytes, Mapping)) or not hasattr(actions, "__len__"):
+            on_invalid(InvalidAction(None, "actions", f"'actions' must be a list, got {_short(actions)}"))
+            return
+        actions = list(actions)
+        if len(actions) != self.n_actions:
+            on_invalid(InvalidAction(None, "actions",
+                                     f"expected exactly {self.n_actions} actions, got {len(actions)}"))
+            actions = actions[: self.n_actions]  # lenient: extra ones recorded above, missing = NOT
+        for slot, action in enumerate(actions):
+            try:
+                self._parse_one(agent, slot, action, out)
+            except InvalidAction as err:
+                on_invalid(err)
+
+    def _parse_one(self, agent: int, slot: int, action: Any, out: SlotColumns) -> None:
+        env = self.env
+        if not isinstance(action, Mapping):
+            raise InvalidAction(slot, "type", f"action must be a dict, got {_short(action)}")
+        kind_name = action.get("type")
+        if not isinstance(kind_name, str) or kind_name.strip().upper() not in ACTION_TYPES:
+            raise InvalidAction(slot, "type", f"type must be one of {list(ACTION_TYPES)}, got {_short(kind_name)}")
+        kind = ACTION_TYPES.index(kind_name.strip().upper())
+        unknown = set(action) - _ALL_KEYS
+        if unknown:
+            raise InvalidAction(slot, sorted(unknown)[0], f"unknown key(s) {sorted(unknown)}")
+        stray = [k for k in set(action) - _ACTION_KEYS[kind] if action[k] not in (None, "", [], ())]
+        if stray:
+            raise InvalidAction(slot, sorted(stray)[0], f"{ACTION_TYPES[kind]} takes no {sorted(stray)}")
+        if self.first_round and kind != POST:
+            raise InvalidAction(slot, "type", f"round 1 allows only POST (nothing exists yet), got {ACTION_TYPES[kind]}")
+        if kind == NOT:
+            return
+
+        text = action.get("text")
+        if text is not None and not isinstance(text, str):
+            raise InvalidAction(slot, "text", f"text must be a string, got {_short(text)}")
+        if text is not None and len(text) > self.max_text:
+            raise InvalidAction(slot, "text", f"text has {len(text)} characters, more than max_text_chars={self.max_text}")
+        tone = action.get("tone")
+        if tone is None:
+            tone_idx = TONES.index("neutral")
+        elif isinstance(tone, str) and tone.strip().lower() in TONES:
+            tone_idx = TONES.index(tone.strip().lower())
+        else:
+            raise InvalidAction(slot, "tone", f"tone must be one of {list(TONES)}, got {_short(tone)}")
+
+        target_id, recipient, topic = -1, -1, action.get("topic")
+        if kind == COM:
+            target_id = self._content_id(slot, action.get("target_id"), "target_id", required=True)
+            feed = env._feed[agent]
+            if not (feed == target_id).any():
+                raise InvalidAction(slot, "target_id",
+                                    f"{target_id} is not a public item in this agent's feed "
+                                    f"(feed ids: {feed[feed >= 0].tolist()})")
+            recipient = int(env.content.column("author")[target_id])
+            if topic is None:
+                topic = int(env.content.column("topic")[target_id])
+        elif kind == DM:
+            recipient = self._agent(slot, action.get("recipient"), "recipient")
+            if recipient == agent:
+                raise InvalidAction(slot, "recipient", "an agent cannot send a DM to itself")
+            if action.get("target_id") is not None:
+                target_id = self._content_id(slot, action.get("target_id"), "target_id", required=True)
+                col = env.content
+                if col.column("kind")[target_id] != DM or col.column("recipient")[target_id] != agent:
+                    raise InvalidAction(slot, "target_id", f"{target_id} is not a DM addressed to this agent")
+                if col.column("author")[target_id] != recipient:
+                    raise InvalidAction(slot, "target_id",
+                                        f"DM {target_id} was sent by {env.agents_all[col.column('author')[target_id]]}, "
+                                        f"so a reply to it must go to them, not {env.agents_all[recipient]}")
+                if topic is None:
+                    topic = int(col.column("topic")[target_id])
+        topic = self._topic(slot, topic)
+
+        mentions: list[int] = []
+        raw_mentions = action.get("mentions") if kind != DM else None
+        if raw_mentions is not None:
+            if isinstance(raw_mentions, (str, bytes, Mapping)) or not hasattr(raw_mentions, "__iter__"):
+                raise InvalidAction(slot, "mentions", f"mentions must be a list of agent ids, got {_short(raw_mentions)}")
+            for m in raw_mentions:
+                idx = self._agent(slot, m, "mentions")
+                if idx != agent and idx not in mentions:  # a self-mention is ignored (SPEC §1)
+                    mentions.append(idx)
+
+        sentiment = env._sentiment_of(text, tone_idx)
+        out.sender.append(agent)
+        out.slot.append(slot)
+        out.kind.append(kind)
+        out.target_id.append(target_id)
+        out.recipient.append(recipient)
+        out.topic.append(topic)
+        out.sentiment.append(sentiment)
+        out.text.append(text if text else None)
+        out.mentions.append(mentions)
+
+    def _content_id(self, slot: int, value: Any, name: str, required: bool) -> int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise InvalidAction(slot, name, f"{name} must be an integer content id, got {_short(value)}")
+        value = int(value)
+        if not 0 <= value < len(self.env.content):
+            raise InvalidAction(slot, name, f"{value} is not a known content id")
+        return value
+
+    def _agent(self, slot: int, value: Any, name: str) -> int:
+        idx = self.env._agent_index.get(value) if isinstance(value, str) else None
+        if idx is None:
+            raise InvalidAction(slot, name, f"{_short(value)} is not a known agent id")
+        return idx
+
+    def _topic(self, slot: int, topic: Any) -> int | str:
+        if isinstance(topic, (int, np.integer)) and not isinstance(topic, bool):
+            return int(topic)  # inherited from a target item
+        if not isinstance(topic, str) or not normalise_topic(topic):
+            raise InvalidAction(slot, "topic", f"topic must be a non-empty string, got {_short(topic)}")
+        known = self.env.vocab.get(topic)
+        return known if known is not None else normalise_topic(topic)
+
+    # ---- numeric ----------------------------------------------------------------------------
+    def parse_numeric(self, agents: np.ndarray, vectors: list, out: SlotColumns, on_invalid) -> None:
+        """Vectorised decoding of numeric actions; ``on_invalid(agent, err)`` raises or records."""
+        env, lay = self.env, self.env.layout
+        ok_rows, rows = [], []
+        for agent, vec in zip(agents, vectors):
+            arr = np.asarray(vec)
+            bad = _numeric_shape_error(arr, lay)
+            if bad:
+                on_invalid(agent, InvalidAction(None, "actions", bad))
+            else:
+                ok_rows.append(agent)
+                rows.append(arr)
+        if not rows:
+            return
+        agents = np.asarray(ok_rows, dtype=np.int64)
+        act, _ = lay.split(np.stack(rows).astype(np.int64))
+        n_agents, n_slots, _ = act.shape
+        kind = act[:, :, 0]
+        invalid = np.zeros((n_agents, n_slots), dtype=np.int64) - 1     # first bad column per slot
+        reasons: dict[int, str] = {}
+
+        def flag(mask: np.ndarray, column: int, reason: str) -> None:
+            hit = mask & (invalid < 0)
+            invalid[hit] = column
+            reasons.setdefault(column, reason)
+
+        in_range = (act >= 0) & (act < lay.slot_nvec)
+        for column in range(lay.slot_width):
+            flag(~in_range[:, :, column], column, f"value outside [0, {lay.slot_nvec[column]})")
+        act = np.where(in_range, act, 0)
+        kind = act[:, :, 0]
+        if self.first_round:
+            flag(kind != POST, 0, "round 1 allows only POST (nothing exists yet)")
+        feed = env._feed[agents]                                          # (a, F)
+        feed_slot = act[:, :, 1]
+        target = np.take_along_axis(feed, feed_slot, axis=1)
+        flag((kind == COM) & (target < 0), 1, "the feed slot is empty")
+        inbox = env._inbox[agents]                                        # (a, D)
+        reply = act[:, :, 3]
+        replied = np.where(reply > 0, np.take_along_axis(inbox, np.maximum(reply - 1, 0), axis=1), -1)
+        flag((kind == DM) & (reply > 0) & (replied < 0), 3, "the inbox slot is empty")
+        topic = act[:, :, 4]
+        flag(((kind == POST) | (kind == DM)) & (topic >= len(env.vocab)), 4,
+             f"topic index beyond the vocabulary of {len(env.vocab)} topics")
+        mention_flags = act[:, :, len(FIELDS):].astype(bool)             # (a, N, F)
+        empty_mention = mention_flags & (feed[:, None, :] < 0)
+        for j in range(lay.feed_size):
+            flag(((kind == POST) | (kind == COM)) & empty_mention[:, :, j], len(FIELDS) + j,
+                 "mentions the author of an empty feed slot")
+
+        for a, s in zip(*np.nonzero(invalid >= 0)):
+            column = int(invalid[a, s])
+            on_invalid(int(agents[a]), InvalidAction(int(s), lay.field_name(column), reasons[column]))
+        keep = (invalid < 0) & (kind != NOT)
+        a_idx, s_idx = np.nonzero(keep)
+        sender = agents[a_idx]
+        k = kind[a_idx, s_idx]
+        authors = env.content.column("author")
+        topics_col = env.content.column("topic")
+        tgt = target[a_idx, s_idx]
+        rep = replied[a_idx, s_idx]
+        new_dm_recipient = (sender + 1 + act[a_idx, s_idx, 2]) % self.n
+        recipient = np.select([k == COM, (k == DM) & (rep >= 0), k == DM],
+                              [authors[np.maximum(tgt, 0)], authors[np.maximum(rep, 0)], new_dm_recipient], -1)
+        target_id = np.select([k == COM, k == DM], [tgt, rep], -1)
+        topic_ids = np.where(k == COM, topics_col[np.maximum(tgt, 0)], topic[a_idx, s_idx])
+        sentiment = TONE_SENTIMENT[act[a_idx, s_idx, 5]]
+        flags = mention_flags[a_idx, s_idx] & ((k == POST) | (k == COM))[:, None]
+        out.sender.extend(sender.tolist())
+        out.slot.extend(s_idx.tolist())
+        out.kind.extend(k.tolist())
+        out.target_id.extend(target_id.tolist())
+        out.recipient.extend(recipient.tolist())
+        out.topic.extend(topic_ids.tolist())
+        out.sentiment.extend(sentiment.tolist())
+        out.text.extend([None] * len(sender))
+        if flags.any():
+            mentioned = np.where(flags, authors[np.maximum(feed[a_idx], 0)], -1)
+            out.mentions.extend(_unique_mentions(mentioned, sender))
+        else:
+            out.mentions.extend([[]] * len(sender))
+
+
+
+def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> list[list[int]]:
+    result = []
+    for row, me in zip(mentioned.tolist(), sender.tolist()):
+        seen = []
+        for m in row:
+            if m >= 0 and m != me and m not in seen:
+                seen.append(m)
+        result.append(seen)
+    return result
+
+
+def _numeric_shape_error(arr: np.ndarray, lay: ActionLayout) -> str | None:
+    if arr.shape != (lay.length,):
+        return f"numeric action must have shape ({lay.length},), got {arr.shape}"
+    if arr.dtype.kind in "iu":
+        return None
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            return "numeric action contains NaN or infinity"
+        if not np.all(arr == np.round(arr)):
+            return "numeric action must hold whole numbers"
+        return None
+    if arr.dtype.kind == "b":
+        return None
+    return f"numeric action must be an integer array, got dtype {arr.dtype}"
+
+
+def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int]:
+    """Structured or numeric vote payload -> {content id: +1/-1} for the agent's vote items."""
+    items = env._vote_items[agent]
+    allowed = {int(i) for i in items if i >= 0}
+    if isinstance(payload, np.ndarray):
+        bad = _numeric_shape_error(payload, env.layout)
+        if bad:
+            on_invalid(InvalidAction(None, "votes", bad))
+            return {}
+        codes = payload[env.layout.act_length:].astype(np.int64)
+        votes = {}
+        for v, (code, item) in enumerate(zip(codes.tolist(), items.tolist())):
+            if code not in (0, 1, 2):
+                on_invalid(InvalidAction(v, "votes", f"vote code must be 0, 1 or 2, got {code}"))
+            elif code != 1 and item < 0:
+                on_invalid(InvalidAction(v, "votes", "a non-zero vote on an empty vote slot"))
+            elif code != 1:
+                votes[int(item)] = code - 1
+        return votes
+    if not isinstance(payload, Mapping) or "votes" not in payload:
+        on_invalid(InvalidAction(None, "votes", f"vote-phase action must be {{'votes': {{id: +1|-1|0}}}} "
+                                               f"or a numeric vector, got {_short(payload)}"))
+        return {}
+    extra = set(payload) - {"votes"}
+    if extra:
+        on_invalid(InvalidAction(None, sorted(extra)[0], f"unexpected key(s) {sorted(extra)} in vote payload"))
+    raw = payload["votes"]
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        on_invalid(InvalidAction(None, "votes", f"'votes' must be a dict id -> +1/-1/0, got {_short(raw)}"))
+        return {}
+    votes: dict[int, int] = {}
+    for key, value in raw.items():
+        try:
+            item = _vote_key(key)
+            if item not in allowed:
+                raise InvalidAction(None, f"votes[{key!r}]",
+                                    f"{item} is not one of this agent's vote items {sorted(allowed)}")
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) \
+                    or (isinstance(value, (float, np.floating)) and not math.isfinite(value)) \
+                    or value not in (-1, 0, 1):
+                raise InvalidAction(None, f"votes[{key!r}]", f"vote value must be +1, -1 or 0, got {_short(value)}")
+        except InvalidAction as err:
+            on_invalid(err)
+            continue
+        if value != 0:
+            votes[item] = int(value)
+    return votes
+
+
+def _vote_key(key: Any) -> int:
+    # JSON objects only have string keys, so "17" is accepted for id 17.
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+        return int(key)
+    if isinstance(key, str) and key.strip().lstrip("-").isdigit():
+        return int(key.strip())
+    raise InvalidAction(None, f"votes[{_short(key)}]", f"vote key must be a content id, got {_short(key)}")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"

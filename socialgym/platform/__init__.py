@@ -1,0 +1,16 @@
+"""Platform state: the content store, the topic vocabulary and a round's action batch.
+
+Everything here is columnar numpy so that the rewards, ties and recommenders can work on all
+agents at once.
+"""
+
+from socialgym.platform.actions import (
+    ACTION_TYPES, COM, DM, NOT, POST, TONES, TONE_SENTIMENT, RoundBatch,
+)
+from socialgym.platform.content import ContentStore
+from socialgym.platform.topics import TopicVocabulary
+
+__all__ = [
+    "ACTION_TYPES", "POST", "COM", "DM", "NOT", "TONES", "TONE_SENTIMENT",
+    "RoundBatch", "ContentStore", "TopicVocabulary",
+]

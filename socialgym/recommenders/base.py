@@ -1,0 +1,100 @@
+"""The recommender seam (SPEC §5): what each agent sees of the public content.
+
+The environment asks a recommender for two kinds of lists per round: the act-phase feed (pool:
+public items of earlier rounds) and the vote-phase items (pool: public items of this round).
+Either way the pool excludes nothing by author — the recommender must leave out the viewer's
+own items, never return more than ``k`` ids, and never repeat one; the environment checks this.
+
+Anyone can pass a :class:`Recommender` subclass, any object with a ``recommend`` method, or a
+plain function ``f(request, rng) -> ids`` as ``parallel_env(recommender=...)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from socialgym.platform.content import ContentStore
+
+EMPTY = -1  # padding of a feed slot with no item
+
+
+@dataclass(frozen=True)
+class FeedRequest:
+    """One recommendation call for many viewers at once.
+
+    viewers: agent indices (int array). candidates: content ids of the pool (sorted ascending).
+    k: slots per viewer. phase: "act" (feed) or "vote" (vote items). round: 1-based round.
+    content: the platform's content store (authors, topics, votes, rounds of every item).
+    ties: a callable returning the current tie matrix (scipy.sparse, row = source).
+    """
+
+    viewers: np.ndarray
+    candidates: np.ndarray
+    k: int
+    phase: str
+    round: int
+    content: ContentStore
+    ties: Callable[[], Any]
+    n_agents: int
+
+
+class Recommender:
+    """Base class: override :meth:`recommend`; :meth:`update` is called after every round."""
+
+    name = "base"
+
+    def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:
+        """Return a (len(viewers), <= k) int array of content ids, ``EMPTY`` (-1) padded."""
+        raise NotImplementedError  # abstract: subclasses implement it
+
+    def update(self, content: ContentStore, batch: Any, rng: np.random.Generator) -> None:
+        """Learn from the round just finished (exposures, votes, comments). Default: nothing."""
+
+    def reset(self) -> None:
+        """Forget everything learnt (called by ``env.reset``)."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class FunctionRecommender(Recommender):
+    """Adapts a plain function ``f(request, rng) -> ids`` to the interface."""
+
+    def __init__(self, fn: Callable[[FeedRequest, np.random.Generator], Any]) -> None:
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "function")
+
+    def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(self.fn(request, rng))
+
+
+def top_k_excluding_own(ranked: np.ndarray, viewers: np.ndarray, authors: np.ndarray, k: int) -> np.ndarray:
+    """Per viewer, the first ``k`` ids of one global ranking that the viewer did not author.
+
+    Vectorised: only a window of the ranking long enough to hold k items of every viewer is
+    scanned, so the cost is O(viewers x (k + own items in the window)), not viewers x pool.
+    """
+    out = np.full((len(viewers), k), EMPTY, dtype=np.int64)
+    if len(ranked) == 0 or len(viewers) == 0:
+        return out
+    window = min(len(ranked), k)
+    while True:
+        top_authors = authors[ranked[:window]]
+        most_by_one = np.bincount(top_authors).max()
+        need = min(len(ranked), k + int(most_by_one))
+        if need <= window:
+            break
+        window = need
+    ids = ranked[:window]
+    keep = top_authors[None, :] != viewers[:, None]            # (viewers, window)
+    position = np.cumsum(keep, axis=1) - 1
+    take = keep & (position < k)
+    rows, cols = np.nonzero(take)
+    out[rows, position[rows, cols]] = ids[cols]
+    return out

@@ -1,0 +1,8 @@
+"""Directed, weighted social ties (SPEC §4) and the tie-scorer seam."""
+
+from socialgym.ties.dynamics import (
+    LogisticEvidence, TieDynamics, TieScorer, TieSignals, TieUpdate,
+)
+from socialgym.ties.pairs import PairTable
+
+__all__ = ["TieDynamics", "TieScorer", "TieSignals", "TieUpdate", "LogisticEvidence", "PairTable"]

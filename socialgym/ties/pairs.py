@@ -1,0 +1,69 @@
+"""A sparse table of directed pair values, keyed by ``src * n + dst`` in sorted int64 arrays.
+
+At 100,000 agents a dense n x n matrix is 80 GB; the platform only ever touches the pairs that
+interacted, so ties live here and are handed out as ``scipy.sparse`` matrices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class PairTable:
+    def __init__(self, n: int, keys: np.ndarray | None = None, values: np.ndarray | None = None) -> None:
+        self.n = n
+        self.keys = np.zeros(0, np.int64) if keys is None else np.asarray(keys, np.int64)
+        self.values = np.zeros(0, np.float64) if values is None else np.asarray(values, np.float64)
+
+    @classmethod
+    def from_matrix(cls, matrix, n: int) -> "PairTable":
+        coo = sp.coo_matrix(matrix)
+        if coo.shape != (n, n):
+            raise ValueError(f"seed_graph must be {n} x {n}, got {coo.shape}")
+        coo.sum_duplicates()
+        off_diag = (coo.row != coo.col) & (coo.data != 0)
+        keys = coo.row[off_diag].astype(np.int64) * n + coo.col[off_diag]
+        values = coo.data[off_diag].astype(np.float64)
+        if not np.all(np.isfinite(values)) or values.min(initial=0) < 0 or values.max(initial=0) > 1:
+            raise ValueError("seed_graph weights must lie in [0, 1]")
+        order = np.argsort(keys)
+        return cls(n, keys[order], values[order])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def keys_of(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        return np.asarray(src, np.int64) * self.n + np.asarray(dst, np.int64)
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Values at ``keys`` (0 where absent)."""
+        if len(self.keys) == 0:
+            return np.zeros(len(keys))
+        idx = np.searchsorted(self.keys, keys)
+        idx_c = np.minimum(idx, len(self.keys) - 1)
+        found = self.keys[idx_c] == keys
+        return np.where(found, self.values[idx_c], 0.0)
+
+    def replace(self, scale_others: float, keys: np.ndarray, values: np.ndarray,
+                prune_below: float) -> None:
+        """Multiply every stored value by ``scale_others`` except at ``keys``, which are set to
+        ``values`` (``keys`` unique); entries below ``prune_below`` are dropped."""
+        keep = ~np.isin(self.keys, keys, assume_unique=True)
+        all_keys = np.concatenate([self.keys[keep], keys])
+        all_vals = np.concatenate([self.values[keep] * scale_others, values])
+        order = np.argsort(all_keys, kind="stable")
+        all_keys, all_vals = all_keys[order], all_vals[order]
+        live = all_vals >= prune_below if prune_below > 0 else all_vals > 0
+        self.keys, self.values = all_keys[live], all_vals[live]
+
+    def to_sparse(self) -> sp.csr_matrix:
+        rows, cols = np.divmod(self.keys, self.n)
+        return sp.csr_matrix((self.values, (rows, cols)), shape=(self.n, self.n))
+
+    def state_dict(self) -> dict:
+        return {"n": self.n, "keys": self.keys.copy(), "values": self.values.copy()}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "PairTable":
+        return cls(int(state["n"]), state["keys"], state["values"])
