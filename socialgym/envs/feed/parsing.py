@@ -259,9 +259,9 @@ class ActParser:
         rep = replied[a_idx, s_idx]
         new_dm_recipient = (sender + 1 + act[a_idx, s_idx, 2]) % self.n
         recipient = np.select([k == COM, (k == DM) & (rep >= 0), k == DM],
-                              [authors[np.maximum(tgt, 0)], authors[np.maximum(rep, 0)], new_dm_recipient], -1)
+                              [_take(authors, tgt), _take(authors, rep), new_dm_recipient], -1)
         target_id = np.select([k == COM, k == DM], [tgt, rep], -1)
-        topic_ids = np.where(k == COM, topics_col[np.maximum(tgt, 0)], topic[a_idx, s_idx])
+        topic_ids = np.where(k == COM, _take(topics_col, tgt), topic[a_idx, s_idx])
         sentiment = TONE_SENTIMENT[act[a_idx, s_idx, 5]]
         flags = mention_flags[a_idx, s_idx] & ((k == POST) | (k == COM))[:, None]
         out.sender.extend(sender.tolist())
@@ -273,11 +273,19 @@ class ActParser:
         out.sentiment.extend(sentiment.tolist())
         out.text.extend([None] * len(sender))
         if flags.any():
-            mentioned = np.where(flags, authors[np.maximum(feed[a_idx], 0)], -1)
+            mentioned = np.where(flags, _take(authors, feed[a_idx]), -1)
             out.mentions.extend(_unique_mentions(mentioned, sender))
         else:
             out.mentions.extend([[]] * len(sender))
 
+
+
+def _take(column: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """column[ids] with -1 where an id is -1 (empty slot)."""
+    out = np.full(ids.shape, -1, dtype=np.int64)
+    ok = ids >= 0
+    out[ok] = column[ids[ok]]
+    return out
 
 
 def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> list[list[int]]:
