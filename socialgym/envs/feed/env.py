@@ -146,11 +146,13 @@ class FeedEnv(ParallelEnv):
                 "phase": Choice(PHASES),
                 "round": spaces.Discrete(cfg.max_rounds + 2),
                 "agent": Choice((agent,)),
+                "n_actions": Choice((cfg.n_actions,)),
                 "users": IdSequence(self.agents_all),
                 "feed": ItemList(ITEM_KEYS, cfg.feed_size),
                 "dms": ItemList(DM_KEYS, None),
                 "topics": IdSequence(None),
                 "last_rewards": RewardDict(REWARD_NAMES + ("total",)),
+                "lambdas": RewardDict(REWARD_NAMES),
                 "vote_items": ItemList(ITEM_KEYS, cfg.vote_feed_size),
             })
             if cfg.obs_format == "both":
@@ -517,6 +519,7 @@ class FeedEnv(ParallelEnv):
         base = self._item_dicts(np.unique(shown[shown >= 0]))
         topics = self.vocab.names
         last_rows = self._last.tolist()
+        lambda_rows = self.lambdas.tolist()
         names = REWARD_NAMES + ("total",)
         out = []
         for i, agent in enumerate(self.agents_all):
@@ -524,9 +527,10 @@ class FeedEnv(ParallelEnv):
             votes = [_copy_item(base[j]) for j in self._vote_items[i].tolist() if j >= 0]
             dms = [dict(base[j]) for j in self._inbox_ids[self._inbox_ptr[i]:self._inbox_ptr[i + 1]].tolist()]
             out.append({
-                "phase": self.phase, "round": self.round, "agent": agent,
+                "phase": self.phase, "round": self.round, "agent": agent, "n_actions": cfg.n_actions,
                 "users": Peers(self.agents_all, i), "feed": feed, "dms": dms, "topics": topics,
-                "last_rewards": dict(zip(names, last_rows[i])), "vote_items": votes,
+                "last_rewards": dict(zip(names, last_rows[i])),
+                "lambdas": dict(zip(REWARD_NAMES, lambda_rows[i])), "vote_items": votes,
             })
         return out
 

@@ -1,0 +1,85 @@
+"""Uniformly random *valid* actions and votes, for structured or numeric observations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from socialgym.platform.actions import TONES
+
+
+class RandomPolicy:
+    """Valid random behaviour in both phases.
+
+    Structured observations get structured actions (random type among those possible, random
+    feed item / peer / topic / tone, a mention now and then, votes in {-1, 0, +1}). Numeric
+    observations get numeric vectors sampled under the action masks — vectorised over agents
+    that share a mask (they share the mask object), so it stays cheap at 100,000 agents.
+    """
+
+    def __init__(self, seed: int | None = None, mention_prob: float = 0.2) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.mention_prob = mention_prob
+
+    def act(self, observations: dict[str, Any]) -> dict[str, Any]:
+        structured = {a: o for a, o in observations.items() if "feed" in o and isinstance(o["feed"], list)}
+        numeric = {a: o for a, o in observations.items() if a not in structured}
+        actions = {a: self._structured(o) for a, o in structured.items()}
+        if numeric:
+            actions.update(self._numeric(numeric))
+        return actions
+
+    # ---- numeric ---------------------------------------------------------------------------
+    def _numeric(self, observations: dict[str, Any]) -> dict[str, np.ndarray]:
+        groups: dict[int, list[str]] = {}
+        masks: dict[int, tuple] = {}
+        for agent, obs in observations.items():
+            if "action_mask" not in obs:
+                raise ValueError("RandomPolicy needs action masks for numeric observations "
+                                 "(construct the env with action_masks=True)")
+            key = id(obs["action_mask"])
+            groups.setdefault(key, []).append(agent)
+            masks[key] = obs["action_mask"]
+        out: dict[str, np.ndarray] = {}
+        for key, agents in groups.items():
+            mask = masks[key]
+            batch = np.empty((len(agents), len(mask)), dtype=np.int64)
+            for d, m in enumerate(mask):
+                allowed = np.flatnonzero(m)
+                if len(allowed) == 0:
+                    allowed = np.zeros(1, np.int64)  # gymnasium's convention: all-masked -> 0
+                batch[:, d] = allowed[self.rng.integers(len(allowed), size=len(agents))]
+            out.update(zip(agents, batch))
+        return out
+
+    # ---- structured ------------------------------------------------------------------------
+    def _structured(self, obs: dict[str, Any]) -> dict[str, Any]:
+        if obs["phase"] == "vote":
+            return {"votes": {item["id"]: int(self.rng.integers(-1, 2)) for item in obs["vote_items"]}}
+        return {"actions": [self._one_action(obs) for _ in range(obs["n_actions"])]}
+
+    def _one_action(self, obs: dict[str, Any]) -> dict[str, Any]:
+        rng = self.rng
+        topics, peers, feed, dms = obs["topics"], obs["users"], obs["feed"], obs["dms"]
+        tone = TONES[int(rng.integers(len(TONES)))]
+        choices = ["POST"] if obs["round"] == 1 else ["POST", "DM", "NOT"] + (["COM"] if feed else [])
+        kind = choices[int(rng.integers(len(choices)))]
+        if kind == "POST":
+            return {"type": "POST", "topic": topics[int(rng.integers(len(topics)))],
+                    "mentions": self._mentions(peers), "tone": tone}
+        if kind == "COM":
+            target = feed[int(rng.integers(len(feed)))]
+            return {"type": "COM", "target_id": target["id"], "mentions": self._mentions(peers), "tone": tone}
+        if kind == "DM":
+            if dms and rng.random() < 0.5:
+                dm = dms[int(rng.integers(len(dms)))]
+                return {"type": "DM", "recipient": dm["author"], "target_id": dm["id"], "tone": tone}
+            return {"type": "DM", "recipient": peers[int(rng.integers(len(peers)))],
+                    "topic": topics[int(rng.integers(len(topics)))], "tone": tone}
+        return {"type": "NOT"}
+
+    def _mentions(self, peers) -> list[str]:
+        if len(peers) and self.rng.random() < self.mention_prob:
+            return [peers[int(self.rng.integers(len(peers)))]]
+        return []
