@@ -9,6 +9,7 @@ Both end in the same columns. An invalid slot raises (``strict``) or becomes NOT
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -25,6 +26,9 @@ _ACTION_KEYS = {
     NOT: {"type"},
 }
 _ALL_KEYS = set().union(*_ACTION_KEYS.values())
+
+
+_ID_PATTERN = re.compile(r"-?[0-9]+", re.ASCII)
 
 
 class InvalidAction(Exception):
@@ -214,13 +218,16 @@ class ActParser:
         act, _ = lay.split(np.stack(rows).astype(np.int64))
         n_agents, n_slots, _ = act.shape
         kind = act[:, :, 0]
-        invalid = np.zeros((n_agents, n_slots), dtype=np.int64) - 1     # first bad column per slot
-        reasons: dict[int, str] = {}
+        invalid = np.full((n_agents, n_slots), -1, dtype=np.int64)      # first bad column per slot
+        why = np.full((n_agents, n_slots), -1, dtype=np.int64)          # index into reasons
+        reasons: list[str] = []
 
         def flag(mask: np.ndarray, column: int, reason: str) -> None:
             hit = mask & (invalid < 0)
-            invalid[hit] = column
-            reasons.setdefault(column, reason)
+            if hit.any():
+                invalid[hit] = column
+                why[hit] = len(reasons)
+                reasons.append(reason)
 
         in_range = (act >= 0) & (act < lay.slot_nvec)
         for column in range(lay.slot_width):
@@ -248,7 +255,7 @@ class ActParser:
 
         for a, s in zip(*np.nonzero(invalid >= 0)):
             column = int(invalid[a, s])
-            on_invalid(int(agents[a]), InvalidAction(int(s), lay.field_name(column), reasons[column]))
+            on_invalid(int(agents[a]), InvalidAction(int(s), lay.field_name(column), reasons[why[a, s]]))
         keep = (invalid < 0) & (kind != NOT)
         a_idx, s_idx = np.nonzero(keep)
         sender = agents[a_idx]
@@ -370,7 +377,7 @@ def _vote_key(key: Any) -> int:
     # JSON objects only have string keys, so "17" is accepted for id 17.
     if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
         return int(key)
-    if isinstance(key, str) and key.strip().lstrip("-").isdigit():
+    if isinstance(key, str) and _ID_PATTERN.fullmatch(key.strip()):
         return int(key.strip())
     raise InvalidAction(None, f"votes[{_short(key)}]", f"vote key must be a content id, got {_short(key)}")
 
