@@ -250,8 +250,11 @@ class FeedEnv(ParallelEnv):
         topics = [cols.topic[k] for k in order]
         topic_ids = np.array([t if isinstance(t, int) else self.vocab.add(t) for t in topics], dtype=np.int32)
         self._grow_seen(len(self.vocab))
-        mention_lists = [cols.mentions[k] for k in order]
-        counts = np.fromiter((len(m) for m in mention_lists), dtype=np.int64, count=len(order))
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))          # old row -> row in (agent, slot) order
+        m_row = position[np.concatenate(cols.mention_row)] if cols.mention_row else np.zeros(0, np.int64)
+        m_agent = np.concatenate(cols.mention_agent) if cols.mention_agent else np.zeros(0, np.int64)
+        m_order = np.argsort(m_row, kind="stable")
         batch = RoundBatch(
             n_agents=self.config.n_agents, n_actions=self.config.n_actions, round=self.round,
             sender=np.asarray(cols.sender, np.int32)[order],
@@ -260,9 +263,8 @@ class FeedEnv(ParallelEnv):
             target_id=np.asarray(cols.target_id, np.int64)[order],
             topic=topic_ids,
             sentiment=np.asarray(cols.sentiment, np.float64)[order],
-            mention_action=np.repeat(np.arange(len(order), dtype=np.int64), counts),
-            mention_agent=np.fromiter((m for ms in mention_lists for m in ms), dtype=np.int32,
-                                      count=int(counts.sum())),
+            mention_action=m_row[m_order],
+            mention_agent=m_agent[m_order].astype(np.int32),
         )
         return batch, [cols.text[k] for k in order]
 

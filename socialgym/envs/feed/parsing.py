@@ -57,7 +57,9 @@ class SlotColumns:
     topic: list = field(default_factory=list)
     sentiment: list = field(default_factory=list)
     text: list = field(default_factory=list)
-    mentions: list = field(default_factory=list)
+    # mentions as pairs (row in these columns, mentioned agent), in chunks of arrays
+    mention_row: list = field(default_factory=list)
+    mention_agent: list = field(default_factory=list)
 
 
 class ActParser:
@@ -175,7 +177,9 @@ class ActParser:
         out.topic.append(topic)
         out.sentiment.append(sentiment)
         out.text.append(text if text else None)
-        out.mentions.append(mentions)
+        if mentions:
+            out.mention_row.append(np.full(len(mentions), len(out.sender) - 1, dtype=np.int64))
+            out.mention_agent.append(np.asarray(mentions, dtype=np.int64))
 
     def _content_id(self, slot: int, value: Any, name: str, required: bool) -> int:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -271,6 +275,7 @@ class ActParser:
         topic_ids = np.where(k == COM, _take(topics_col, tgt), topic[a_idx, s_idx])
         sentiment = TONE_SENTIMENT[act[a_idx, s_idx, 5]]
         flags = mention_flags[a_idx, s_idx] & ((k == POST) | (k == COM))[:, None]
+        base = len(out.sender)
         out.sender.extend(sender.tolist())
         out.slot.extend(s_idx.tolist())
         out.kind.extend(k.tolist())
@@ -280,10 +285,9 @@ class ActParser:
         out.sentiment.extend(sentiment.tolist())
         out.text.extend([None] * len(sender))
         if flags.any():
-            mentioned = np.where(flags, _take(authors, feed[a_idx]), -1)
-            out.mentions.extend(_unique_mentions(mentioned, sender))
-        else:
-            out.mentions.extend([[]] * len(sender))
+            rows, agents_m = _unique_mentions(np.where(flags, _take(authors, feed[a_idx]), -1), sender)
+            out.mention_row.append(base + rows)
+            out.mention_agent.append(agents_m)
 
 
 
@@ -295,15 +299,15 @@ def _take(column: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> list[list[int]]:
-    result = []
-    for row, me in zip(mentioned.tolist(), sender.tolist()):
-        seen = []
-        for m in row:
-            if m >= 0 and m != me and m not in seen:
-                seen.append(m)
-        result.append(seen)
-    return result
+def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, agent) pairs of an (m, F) matrix of mentioned agents (-1 = none): repeats within a
+    row and self-mentions (SPEC §1) removed."""
+    mentioned = np.where(mentioned == sender[:, None], -1, mentioned)
+    srt = np.sort(mentioned, axis=1)
+    keep = srt >= 0
+    keep[:, 1:] &= srt[:, 1:] != srt[:, :-1]
+    rows, cols = np.nonzero(keep)
+    return rows.astype(np.int64), srt[rows, cols].astype(np.int64)
 
 
 def _numeric_shape_error(arr: np.ndarray, lay: ActionLayout) -> str | None:
