@@ -34,6 +34,7 @@ class ContentStore:
         self._mention_item: list[np.ndarray] = []
         self._mention_agent: list[np.ndarray] = []
         self._mention_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self._mention_keys: tuple[int, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self._size
@@ -81,19 +82,28 @@ class ContentStore:
             self._mention_item.append(ids[batch.mention_action])
             self._mention_agent.append(batch.mention_agent.astype(np.int32))
             self._mention_cache = None
+            self._mention_keys = None
         return ids
 
     def apply_votes(self, items: np.ndarray, values: np.ndarray) -> None:
         """Add non-zero votes (+1 like / -1 dislike) to the items' counters."""
-        n = self._size
-        self._cols["likes"][:n] += np.bincount(items[values > 0], minlength=n).astype(np.int32)
-        self._cols["dislikes"][:n] += np.bincount(items[values < 0], minlength=n).astype(np.int32)
+        # O(votes log votes), independent of how much content the episode has accumulated
+        for column, sign in (("likes", values > 0), ("dislikes", values < 0)):
+            voted, counts = np.unique(items[sign], return_counts=True)
+            self._cols[column][voted] += counts.astype(np.int32)
 
     def mentions_of(self, content_id: int) -> list[int]:
         """Agent indices mentioned by one item (for the structured observation)."""
         items, agents = self._mentions()
         lo, hi = np.searchsorted(items, [content_id, content_id + 1])
         return agents[lo:hi].tolist()
+
+    def mention_keys(self, n_agents: int) -> np.ndarray:
+        """Sorted ``item * n_agents + agent`` keys of every mention (for fast membership tests)."""
+        if self._mention_keys is None or self._mention_keys[0] != n_agents:
+            items, agents = self._mentions()
+            self._mention_keys = (n_agents, np.sort(items * n_agents + agents))
+        return self._mention_keys[1]
 
     def _mentions(self) -> tuple[np.ndarray, np.ndarray]:
         if self._mention_cache is None:

@@ -8,6 +8,7 @@ next round's feeds (SPEC §5).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from socialgym.envs.feed.encoding import (
     DM_FEATURES, FEED_ITEM_FEATURES, SELF_FEATURES, ActionLayout, MaskCache,
 )
 from socialgym.envs.feed.parsing import (
-    ActParser, InvalidAction, SlotColumns, _numeric_shape_error, invalid_error, parse_votes,
+    ActParser, InvalidAction, SlotColumns, invalid_error, parse_votes, stack_numeric,
 )
 from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, POST, TONE_SENTIMENT, RoundBatch
@@ -190,6 +191,7 @@ class FeedEnv(ParallelEnv):
         self._prev_dm_recipient = np.zeros(0, np.int32)
         self._last = np.zeros((n, len(REWARD_NAMES) + 1))
         self._pending: tuple[RoundBatch, list, dict] | None = None
+        self._feature_cache: tuple | None = None
         self.last_round = None
         self.agents = list(self.possible_agents)
         return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
@@ -202,9 +204,17 @@ class FeedEnv(ParallelEnv):
         unknown = [a for a in actions if a not in self._agent_index]
         if unknown:
             raise ValueError(f"actions given for unknown agent(s) {unknown[:5]}")
-        if self.phase == "act":
-            return self._act_step(actions)
-        return self._vote_step(actions)
+        # The step allocates O(n) small containers (observations, infos) and no reference
+        # cycles; pausing the cyclic GC avoids its repeated full scans at 100k agents.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if self.phase == "act":
+                return self._act_step(actions)
+            return self._vote_step(actions)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
 
     def _invalid_handler(self, invalid: dict, phase: str):
         strict = self.config.invalid_actions == "strict"
@@ -329,18 +339,18 @@ class FeedEnv(ParallelEnv):
             if payload is _MISSING:
                 handle(i, InvalidAction(None, "votes", "no votes given for this agent (send {'votes': {}})"))
                 continue
-            if isinstance(payload, np.ndarray) and _numeric_shape_error(payload, self.layout) is None:
+            if isinstance(payload, np.ndarray):
                 numeric_agents.append(i)
-                numeric_vectors.append(payload[self.layout.act_length:])
+                numeric_vectors.append(payload)
                 continue
             votes = parse_votes(self, i, payload, lambda err, i=i: handle(i, err))
             if votes:
                 voter_parts.append(np.full(len(votes), i, np.int32))
                 item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
                 value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
-        if numeric_agents:   # vectorised: code 0/1/2 = vote -1/0/+1 on vote slot v
-            agents = np.asarray(numeric_agents, np.int64)
-            codes = np.stack(numeric_vectors).astype(np.int64)
+        agents, matrix = stack_numeric(numeric_agents, numeric_vectors, self.layout, "votes", handle)
+        if len(agents):   # vectorised: code 0/1/2 = vote -1/0/+1 on vote slot v
+            codes = matrix[:, self.layout.act_length:]
             slots = self._vote_items[agents]
             bad = ~np.isin(codes, (0, 1, 2)) | ((codes != 1) & (slots < 0))
             for a, v in zip(*np.nonzero(bad)):
@@ -358,8 +368,9 @@ class FeedEnv(ParallelEnv):
 
     # ---------------------------------------------------------------- platform bookkeeping
     def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
+        """Ask the recommender for every agent's list; ``pool`` is sorted ascending."""
         n = self.config.n_agents
-        request = FeedRequest(viewers=np.arange(n), candidates=np.sort(pool), k=k, phase=phase,
+        request = FeedRequest(viewers=np.arange(n), candidates=pool, k=k, phase=phase,
                               round=self.round, content=self.content, ties=self.tie_matrix, n_agents=n)
         raw = self.recommender.recommend(request, self.rng)
         return self._check_feed(np.asarray(raw), pool, k, phase)
@@ -375,7 +386,9 @@ class FeedEnv(ParallelEnv):
         present = feed >= 0
         if np.any(feed < EMPTY):
             raise ValueError(f"recommender {name!r} returned negative ids other than -1 (empty)")
-        if not np.all(np.isin(feed[present], pool)):
+        in_pool = np.zeros(len(self.content), dtype=bool)
+        in_pool[pool] = True
+        if np.any(feed >= len(self.content)) or not np.all(in_pool[feed[present]]):
             raise ValueError(f"recommender {name!r} returned ids outside the candidate pool ({phase} phase)")
         own = present & (self.content.column("author")[np.maximum(feed, 0)] == np.arange(n)[:, None])
         if own.any():
@@ -464,9 +477,12 @@ class FeedEnv(ParallelEnv):
         self_feat[:, 2] = PHASES.index(self.phase)
         self_feat[:, 3:8] = self.lambdas
         self_feat[:, 8:14] = self._last
-        feed = self._item_features(self._feed, me)
+        # Feed and inbox do not change between a round's act and vote observations (votes and
+        # ties are applied after the vote step), so their features are computed once per round.
+        if self._feature_cache is None or self._feature_cache[0] != self.round:
+            self._feature_cache = (self.round, self._item_features(self._feed, me), self._dm_features(me))
+        _, feed, dms = self._feature_cache
         votes = self._item_features(self._vote_items, me)
-        dms = self._dm_features(me)
         phase, rnd = PHASES.index(self.phase), self.round
 
         def row(i: int) -> dict:
@@ -483,8 +499,7 @@ class FeedEnv(ParallelEnv):
         c, n = self.content, self.config.n_agents
         safe = np.maximum(ids, 0)
         author = c.column("author")[safe].astype(np.int64)
-        m_items, m_agents = c._mentions()
-        mention_keys = np.sort(m_items * n + m_agents)
+        mention_keys = c.mention_keys(n)
         probe = safe * n + me[:, None]
         pos = np.minimum(np.searchsorted(mention_keys, probe), max(len(mention_keys) - 1, 0))
         mention_me = mention_keys[pos] == probe if len(mention_keys) else np.zeros(ids.shape, bool)

@@ -207,19 +207,10 @@ class ActParser:
     def parse_numeric(self, agents: np.ndarray, vectors: list, out: SlotColumns, on_invalid) -> None:
         """Vectorised decoding of numeric actions; ``on_invalid(agent, err)`` raises or records."""
         env, lay = self.env, self.env.layout
-        ok_rows, rows = [], []
-        for agent, vec in zip(agents, vectors):
-            arr = np.asarray(vec)
-            bad = _numeric_shape_error(arr, lay)
-            if bad:
-                on_invalid(agent, InvalidAction(None, "actions", bad))
-            else:
-                ok_rows.append(agent)
-                rows.append(arr)
-        if not rows:
+        agents, matrix = stack_numeric(agents, vectors, lay, "actions", on_invalid)
+        if not len(agents):
             return
-        agents = np.asarray(ok_rows, dtype=np.int64)
-        act, _ = lay.split(np.stack(rows).astype(np.int64))
+        act, _ = lay.split(matrix)
         n_agents, n_slots, _ = act.shape
         kind = act[:, :, 0]
         invalid = np.full((n_agents, n_slots), -1, dtype=np.int64)      # first bad column per slot
@@ -310,6 +301,38 @@ def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> tuple[np.ndar
     return rows.astype(np.int64), srt[rows, cols].astype(np.int64)
 
 
+def stack_numeric(agents: np.ndarray, vectors: list, lay: ActionLayout, field: str,
+                  on_invalid) -> tuple[np.ndarray, np.ndarray]:
+    """Stack numeric action vectors into an (a, L) int64 matrix, reporting malformed ones.
+
+    The common case (all well-formed) is checked with whole-matrix operations; only when that
+    fails are the vectors examined one by one to name the offending agents.
+    """
+    agents = np.asarray(agents, dtype=np.int64)
+    if not len(vectors):
+        return agents, np.zeros((0, lay.length), np.int64)
+    try:
+        matrix = np.stack(vectors)
+    except ValueError:
+        matrix = None
+    if matrix is not None and matrix.shape[1:] == (lay.length,) and (
+            matrix.dtype.kind in "iub"
+            or (matrix.dtype.kind == "f" and np.all(np.isfinite(matrix)) and np.all(matrix == np.round(matrix)))):
+        return agents, matrix.astype(np.int64)
+    ok, rows = [], []
+    for agent, vec in zip(agents.tolist(), vectors):
+        arr = np.asarray(vec)
+        bad = _numeric_shape_error(arr, lay)
+        if bad:
+            on_invalid(agent, InvalidAction(None, field, bad))
+        else:
+            ok.append(agent)
+            rows.append(arr)
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros((0, lay.length), np.int64)
+    return np.asarray(ok, np.int64), np.stack(rows).astype(np.int64)
+
+
 def _numeric_shape_error(arr: np.ndarray, lay: ActionLayout) -> str | None:
     if arr.shape != (lay.length,):
         return f"numeric action must have shape ({lay.length},), got {arr.shape}"
@@ -327,24 +350,10 @@ def _numeric_shape_error(arr: np.ndarray, lay: ActionLayout) -> str | None:
 
 
 def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int]:
-    """Structured or numeric vote payload -> {content id: +1/-1} for the agent's vote items."""
+    """Structured vote payload -> {content id: +1/-1} for the agent's vote items (numeric
+    vote vectors are decoded for all agents at once by the environment)."""
     items = env._vote_items[agent]
     allowed = {int(i) for i in items if i >= 0}
-    if isinstance(payload, np.ndarray):
-        bad = _numeric_shape_error(payload, env.layout)
-        if bad:
-            on_invalid(InvalidAction(None, "votes", bad))
-            return {}
-        codes = payload[env.layout.act_length:].astype(np.int64)
-        votes = {}
-        for v, (code, item) in enumerate(zip(codes.tolist(), items.tolist())):
-            if code not in (0, 1, 2):
-                on_invalid(InvalidAction(v, "votes", f"vote code must be 0, 1 or 2, got {code}"))
-            elif code != 1 and item < 0:
-                on_invalid(InvalidAction(v, "votes", "a non-zero vote on an empty vote slot"))
-            elif code != 1:
-                votes[int(item)] = code - 1
-        return votes
     if not isinstance(payload, Mapping) or "votes" not in payload:
         on_invalid(InvalidAction(None, "votes", f"vote-phase action must be {{'votes': {{id: +1|-1|0}}}} "
                                                f"or a numeric vector, got {_short(payload)}"))

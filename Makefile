@@ -1,0 +1,32 @@
+# One command sets up and runs each job on a fresh machine (Python >= 3.10 with venv).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## demo: a short simulation with the greedy baseline agents (per-round rewards and tie statistics)
+demo: install
+	$(BIN)/python -m socialgym.demo
+
+## test: the whole test suite
+test: install
+	$(BIN)/python -m pytest
+
+## bench: env seconds per round and peak memory at 1k, 10k, 100k agents
+bench: install
+	$(BIN)/python benchmarks/bench_env.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
