@@ -79,8 +79,12 @@ class ContentStore:
         ids = np.arange(start, stop, dtype=np.int64)
         batch.content_id = ids
         if len(batch.mention_action):
-            self._mention_item.append(ids[batch.mention_action])
-            self._mention_agent.append(batch.mention_agent.astype(np.int32))
+            # kept sorted by (item, agent): ids only grow, so the concatenation of all rounds'
+            # chunks stays sorted and never needs a global sort
+            items, agents = ids[batch.mention_action], batch.mention_agent.astype(np.int32, copy=False)
+            order = np.lexsort((agents, items))
+            self._mention_item.append(items[order])
+            self._mention_agent.append(agents[order])
             self._mention_cache = None
             self._mention_keys = None
         return ids
@@ -90,7 +94,7 @@ class ContentStore:
         # O(votes log votes), independent of how much content the episode has accumulated
         for column, sign in (("likes", values > 0), ("dislikes", values < 0)):
             voted, counts = np.unique(items[sign], return_counts=True)
-            self._cols[column][voted] += counts.astype(np.int32)
+            self._cols[column][voted] += counts.astype(np.int32, copy=False)
 
     def mentions_of(self, content_id: int) -> list[int]:
         """Agent indices mentioned by one item (for the structured observation)."""
@@ -102,16 +106,14 @@ class ContentStore:
         """Sorted ``item * n_agents + agent`` keys of every mention (for fast membership tests)."""
         if self._mention_keys is None or self._mention_keys[0] != n_agents:
             items, agents = self._mentions()
-            self._mention_keys = (n_agents, np.sort(items * n_agents + agents))
+            self._mention_keys = (n_agents, items * n_agents + agents)   # sorted (see append_batch)
         return self._mention_keys[1]
 
     def _mentions(self) -> tuple[np.ndarray, np.ndarray]:
         if self._mention_cache is None:
             if self._mention_item:
-                items = np.concatenate(self._mention_item)
-                agents = np.concatenate(self._mention_agent)
-                order = np.argsort(items, kind="stable")
-                self._mention_cache = (items[order], agents[order])
+                self._mention_cache = (np.concatenate(self._mention_item),
+                                       np.concatenate(self._mention_agent))
             else:
                 self._mention_cache = (np.zeros(0, np.int64), np.zeros(0, np.int32))
         return self._mention_cache

@@ -16,7 +16,7 @@ def _ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
 
 
 def _count(index: np.ndarray, n: int, weights: np.ndarray | None = None) -> np.ndarray:
-    return np.bincount(index, weights=weights, minlength=n).astype(float)
+    return np.bincount(index, weights=weights, minlength=n).astype(float, copy=False)
 
 
 def soc_reward(batch: RoundBatch, b_soc: float = 0.5) -> np.ndarray:
@@ -56,8 +56,8 @@ def inf_reward(batch: RoundBatch, seen_feed_topics: np.ndarray, n_topics: int,
     run_end[:-1] = np.where(row_of_run[1:] == row_of_run[:-1], flat_first[1:], (row_of_run[:-1] + 1) * width)
     if len(flat_first):
         run_end[-1] = (row_of_run[-1] + 1) * width
-    run_len = (run_end - flat_first).astype(float)
-    total = valid.sum(axis=1).astype(float)
+    run_len = (run_end - flat_first).astype(float, copy=False)
+    total = valid.sum(axis=1).astype(float, copy=False)
     p = run_len / total[row_of_run]
     entropy = -np.bincount(row_of_run, weights=p * np.log(p), minlength=n)
     entropy_term = entropy / np.log(n_topics) if n_topics > 1 else np.zeros(n)
@@ -69,7 +69,7 @@ def pre_reward(batch: RoundBatch, b_pre: float = 0.5) -> np.ndarray:
     n, big_n = batch.n_agents, batch.n_actions
     posts = _count(batch.sender[batch.kind == POST], n)
     on_posts = batch.vote_kind == POST
-    net = _count(batch.vote_author[on_posts], n, batch.vote_value[on_posts].astype(float))
+    net = _count(batch.vote_author[on_posts], n, batch.vote_value[on_posts].astype(float, copy=False))
     return (1 - b_pre) * posts / big_n + b_pre * net / ((n - 1) * big_n)
 
 
@@ -80,13 +80,13 @@ def coord_reward(batch: RoundBatch, b_coord: float = 0.5) -> np.ndarray:
     mentioned = _count(batch.mention_agent[public[batch.mention_action]], n)
     mention_term = _ratio(mentioned, float(public.sum()))
 
-    prev = np.unique(batch.prev_dm_sender.astype(np.int64) * n + batch.prev_dm_recipient)
-    senders_to_me = _count((prev % n).astype(np.int64), n)              # |D_{t-1}(u)|
+    prev = np.unique(batch.prev_dm_sender.astype(np.int64, copy=False) * n + batch.prev_dm_recipient)
+    senders_to_me = _count((prev % n).astype(np.int64, copy=False), n)              # |D_{t-1}(u)|
     dm = batch.kind == DM
-    replies = np.unique(batch.sender[dm].astype(np.int64) * n + batch.recipient[dm])  # u -> r
+    replies = np.unique(batch.sender[dm].astype(np.int64, copy=False) * n + batch.recipient[dm])  # u -> r
     reverse = (replies % n) * n + replies // n                           # r -> u
     answered = replies[np.isin(reverse, prev, assume_unique=True)]
-    r_count = _count((answered // n).astype(np.int64), n)
+    r_count = _count((answered // n).astype(np.int64, copy=False), n)
     return (1 - b_coord) * mention_term + b_coord * _ratio(r_count, senders_to_me)
 
 

@@ -102,8 +102,8 @@ class TieDynamics:
         ment_topic = batch.topic[batch.mention_action]
         voted = batch.vote_value != 0
         # one row per activating action: (v, u, topic of the action)
-        src = np.concatenate([batch.sender[direct], ment_src, batch.vote_voter[voted]]).astype(np.int64)
-        dst = np.concatenate([batch.recipient[direct], batch.mention_agent, batch.vote_author[voted]]).astype(np.int64)
+        src = np.concatenate([batch.sender[direct], ment_src, batch.vote_voter[voted]]).astype(np.int64, copy=False)
+        dst = np.concatenate([batch.recipient[direct], batch.mention_agent, batch.vote_author[voted]]).astype(np.int64, copy=False)
         topic = np.concatenate([batch.topic[direct], ment_topic, batch.vote_topic[voted]])
         ok = (src != dst) & (dst >= 0)
         src, dst, topic = src[ok], dst[ok], topic[ok]
@@ -114,10 +114,10 @@ class TieDynamics:
         known = np.zeros(len(topic), bool)
         in_range = (topic >= 0) & (topic < seen_topics.shape[1])
         known[in_range] = seen_topics[dst[in_range], topic[in_range]]
-        nov = (np.bincount(inverse, weights=~known & (topic >= 0), minlength=m) > 0).astype(float)
+        nov = (np.bincount(inverse, weights=~known & (topic >= 0), minlength=m) > 0).astype(float, copy=False)
 
         # S_appr from v's non-zero votes on u's items
-        vote_keys = batch.vote_voter[voted].astype(np.int64) * n + batch.vote_author[voted]
+        vote_keys = batch.vote_voter[voted].astype(np.int64, copy=False) * n + batch.vote_author[voted]
         vidx = np.searchsorted(keys, vote_keys)
         vals = batch.vote_value[voted]
         likes = np.bincount(vidx, weights=vals > 0, minlength=m)
@@ -137,7 +137,7 @@ class TieDynamics:
 
         # S_aff: mean DM sentiment v -> u, only when v cast no non-zero vote on u's items
         is_dm = batch.kind == DM
-        dm_keys = batch.sender[is_dm].astype(np.int64) * n + batch.recipient[is_dm]
+        dm_keys = batch.sender[is_dm].astype(np.int64, copy=False) * n + batch.recipient[is_dm]
         didx = np.searchsorted(keys, dm_keys)
         dm_count = np.bincount(didx, minlength=m)
         dm_sum = np.bincount(didx, weights=batch.sentiment[is_dm], minlength=m)

@@ -23,8 +23,8 @@ class PairTable:
             raise ValueError(f"seed_graph must be {n} x {n}, got {coo.shape}")
         coo.sum_duplicates()
         off_diag = (coo.row != coo.col) & (coo.data != 0)
-        keys = coo.row[off_diag].astype(np.int64) * n + coo.col[off_diag]
-        values = coo.data[off_diag].astype(np.float64)
+        keys = coo.row[off_diag].astype(np.int64, copy=False) * n + coo.col[off_diag]
+        values = coo.data[off_diag].astype(np.float64, copy=False)
         if not np.all(np.isfinite(values)) or values.min(initial=0) < 0 or values.max(initial=0) > 1:
             raise ValueError("seed_graph weights must lie in [0, 1]")
         order = np.argsort(keys)
@@ -47,13 +47,20 @@ class PairTable:
 
     def replace(self, scale_others: float, keys: np.ndarray, values: np.ndarray,
                 prune_below: float) -> None:
-        """Multiply every stored value by ``scale_others`` except at ``keys``, which are set to
-        ``values`` (``keys`` unique); entries below ``prune_below`` are dropped."""
-        keep = ~np.isin(self.keys, keys, assume_unique=True)
-        all_keys = np.concatenate([self.keys[keep], keys])
-        all_vals = np.concatenate([self.values[keep] * scale_others, values])
-        order = np.argsort(all_keys, kind="stable")
-        all_keys, all_vals = all_keys[order], all_vals[order]
+        """Multiply every stored value by ``scale_others`` except at ``keys`` (sorted, unique),
+        which are set to ``values``; entries below ``prune_below`` are dropped.
+
+        A merge of two sorted arrays: O(stored + len(keys) log stored), no global re-sort.
+        """
+        idx = np.searchsorted(self.keys, keys)
+        hit = idx < len(self.keys)
+        hit[hit] = self.keys[idx[hit]] == keys[hit]
+        keep = np.ones(len(self.keys), dtype=bool)
+        keep[idx[hit]] = False
+        old_keys, old_vals = self.keys[keep], self.values[keep] * scale_others
+        pos = np.searchsorted(old_keys, keys)
+        all_keys = np.insert(old_keys, pos, keys)
+        all_vals = np.insert(old_vals, pos, values)
         live = all_vals >= prune_below if prune_below > 0 else all_vals > 0
         self.keys, self.values = all_keys[live], all_vals[live]
 

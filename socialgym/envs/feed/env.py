@@ -274,7 +274,7 @@ class FeedEnv(ParallelEnv):
             topic=topic_ids,
             sentiment=np.asarray(cols.sentiment, np.float64)[order],
             mention_action=m_row[m_order],
-            mention_agent=m_agent[m_order].astype(np.int32),
+            mention_agent=m_agent[m_order].astype(np.int32, copy=False),
         )
         return batch, [cols.text[k] for k in order]
 
@@ -359,9 +359,9 @@ class FeedEnv(ParallelEnv):
                 handle(int(agents[a]), InvalidAction(int(v), "votes", f"{reason}, got {codes[a, v]}"))
             cast = (codes != 1) & ~bad
             a_idx, v_idx = np.nonzero(cast)
-            voter_parts.append(agents[a_idx].astype(np.int32))
+            voter_parts.append(agents[a_idx].astype(np.int32, copy=False))
             item_parts.append(slots[a_idx, v_idx])
-            value_parts.append((codes[a_idx, v_idx] - 1).astype(np.int8))
+            value_parts.append((codes[a_idx, v_idx] - 1).astype(np.int8, copy=False))
         if not voter_parts:
             return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
         return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
@@ -382,7 +382,7 @@ class FeedEnv(ParallelEnv):
         if feed.ndim != 2 or feed.shape[0] != n or feed.shape[1] > k or feed.dtype.kind not in "iu":
             raise ValueError(f"recommender {name!r} must return an integer array of shape ({n}, <= {k}), "
                              f"got shape {feed.shape} dtype {feed.dtype}")
-        feed = feed.astype(np.int64)
+        feed = feed.astype(np.int64, copy=False)
         present = feed >= 0
         if np.any(feed < EMPTY):
             raise ValueError(f"recommender {name!r} returned negative ids other than -1 (empty)")
@@ -498,7 +498,7 @@ class FeedEnv(ParallelEnv):
             return feats
         c, n = self.content, self.config.n_agents
         safe = np.maximum(ids, 0)
-        author = c.column("author")[safe].astype(np.int64)
+        author = c.column("author")[safe].astype(np.int64, copy=False)
         mention_keys = c.mention_keys(n)
         probe = safe * n + me[:, None]
         pos = np.minimum(np.searchsorted(mention_keys, probe), max(len(mention_keys) - 1, 0))
@@ -521,7 +521,7 @@ class FeedEnv(ParallelEnv):
             return feats
         c, n = self.content, self.config.n_agents
         safe = np.maximum(ids, 0)
-        author = c.column("author")[safe].astype(np.int64)
+        author = c.column("author")[safe].astype(np.int64, copy=False)
         tie_out = self.ties.weights.lookup((me[:, None] * n + author).ravel()).reshape(ids.shape)
         tie_in = self.ties.weights.lookup((author * n + me[:, None]).ravel()).reshape(ids.shape)
         columns = [np.ones(ids.shape), author, c.column("topic")[safe], c.column("sentiment")[safe], tie_out, tie_in]
