@@ -16,7 +16,7 @@ from socialgym.config import REWARD_NAMES
 
 
 def run(n_agents: int = 30, rounds: int = 15, policy: str = "greedy", seed: int = 0,
-        recommender: str = "chronological") -> dict:
+        recommender: str = "random") -> dict:
     env = socialgym.parallel_env(n_agents=n_agents, max_rounds=rounds, recommender=recommender,
                                  sentiment="vader", seed=seed)
     agents = GreedyPolicy(seed=seed) if policy == "greedy" else RandomPolicy(seed=seed)
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--agents", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--policy", choices=("greedy", "random"), default="greedy")
-    parser.add_argument("--recommender", choices=("chronological", "random"), default="chronological")
+    parser.add_argument("--recommender", choices=("chronological", "random"), default="random")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     run(args.agents, args.rounds, args.policy, args.seed, args.recommender)

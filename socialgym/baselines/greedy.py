@@ -10,8 +10,7 @@ they serve (largest remainder), then fills them:
   (COORD's reciprocity term), then new DMs to allies.
 Round 1 is all POSTs (SPEC §1). Every message is supportive: EMO rewards what one *receives*,
 and kindness is returned. Votes: like allies' items, items that mention it and items on topics
-it posts about; no dislikes. Allies: agents that DMed it, mentioned it or commented on its
-items, and authors it liked.
+it posts about; no dislikes. Allies: agents that DMed it or mentioned it, and authors it liked.
 """
 
 from __future__ import annotations
@@ -39,12 +38,10 @@ class GreedyPolicy:
         self.b = b                       # the b_* the agents assume (the env default)
         self.allies: dict[str, dict[str, float]] = {}
         self.posted_topics: dict[str, set[str]] = {}
-        self.my_items: dict[str, set[int]] = {}
 
     def reset(self) -> None:
         self.allies.clear()
         self.posted_topics.clear()
-        self.my_items.clear()
 
     def act(self, observations: dict[str, Any]) -> dict[str, Any]:
         out = {}
@@ -59,11 +56,10 @@ class GreedyPolicy:
     # ---- memory --------------------------------------------------------------------------------
     def _learn(self, agent: str, obs: dict[str, Any]) -> None:
         allies = self.allies.setdefault(agent, {})
-        mine = self.my_items.setdefault(agent, set())
         for dm in obs["dms"]:
             allies[dm["author"]] = allies.get(dm["author"], 0.0) + 1.0
         for item in obs["feed"] + obs["vote_items"]:
-            if agent in item["mentions"] or item["target_id"] in mine:
+            if agent in item["mentions"]:
                 allies[item["author"]] = allies.get(item["author"], 0.0) + 1.0
 
     def _top_allies(self, agent: str, k: int) -> list[str]:

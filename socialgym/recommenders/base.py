@@ -11,6 +11,7 @@ plain function ``f(request, rng) -> ids`` as ``parallel_env(recommender=...)``.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -41,14 +42,14 @@ class FeedRequest:
     n_agents: int
 
 
-class Recommender:
-    """Base class: override :meth:`recommend`; :meth:`update` is called after every round."""
+class Recommender(ABC):
+    """Base class: implement :meth:`recommend`; :meth:`update` is called after every round."""
 
     name = "base"
 
+    @abstractmethod
     def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:
         """Return a (len(viewers), <= k) int array of content ids, ``EMPTY`` (-1) padded."""
-        raise NotImplementedError  # abstract: subclasses implement it
 
     def update(self, content: ContentStore, batch: Any, rng: np.random.Generator) -> None:
         """Learn from the round just finished (exposures, votes, comments). Default: nothing."""
