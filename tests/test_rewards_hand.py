@@ -12,6 +12,7 @@ Content ids are assigned in order of creation: within a round agent_0's slots fi
 agent_1's, then agent_2's; POST/COM/DM share one id space, NOT creates nothing.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -19,70 +20,20 @@ import pytest
 
 socialgym = pytest.importorskip("socialgym")
 
-A0, A1, A2 = "agent_0", "agent_1", "agent_2"
-AGENTS = [A0, A1, A2]
+import scripted  # noqa: E402  (tests/ helper module; after the importorskip guard)
+from scripted import A0, A1, A2, AGENTS, EPS, NOT, com, dm, post  # noqa: E402
+
 COMPONENTS = ("SOC", "INF", "PRE", "COORD", "EMO")
-EPS = 1e-6
 LN2, LN3, LN4 = math.log(2), math.log(3), math.log(4)
 TOL = dict(rel=1e-6, abs=1e-6)
 
 
 # --------------------------------------------------------------------------- helpers
-def make_env(**overrides):
-    cfg = dict(
-        n_agents=3,
-        n_actions=2,
-        max_rounds=3,
-        topics=["a", "b"],
-        recommender="chronological",
-        feed_size=50,
-        vote_feed_size=50,
-        invalid_actions="strict",
-        sentiment="tone",
-        seed=0,
-    )
-    cfg.update(overrides)
-    env = socialgym.parallel_env(**cfg)
-    obs, _infos = env.reset(seed=0)
-    return env, obs
-
-
-def post(topic, tone="neutral", mentions=None):
-    a = {"type": "POST", "topic": topic, "tone": tone}
-    if mentions:
-        a["mentions"] = list(mentions)
-    return a
-
-
-def com(target_id, tone="neutral", mentions=None):
-    a = {"type": "COM", "target_id": target_id, "tone": tone}
-    if mentions:
-        a["mentions"] = list(mentions)
-    return a
-
-
-def dm(recipient, topic, tone="neutral", reply_to=None, text=None):
-    a = {"type": "DM", "recipient": recipient, "target_id": reply_to, "topic": topic, "tone": tone}
-    if text is not None:
-        a["text"] = text
-    return a
-
-
-NOT = {"type": "NOT"}
-
-
-def play_round(env, acts, votes=None):
-    """One round = act step + vote step.
-
-    Returns (act_obs, rewards, infos, next_obs): act_obs is the observation returned by the act
-    step (it carries the vote_items); rewards, infos and next_obs come from the vote step.
-    """
-    votes = votes or {}
-    act_obs, rew, _term, _trunc, _inf = env.step({ag: {"actions": acts[ag]} for ag in AGENTS})
-    for ag in AGENTS:
-        assert rew[ag] == 0.0, "rewards after an act step must be 0.0"
-    next_obs, rew, _term, _trunc, infos = env.step({ag: {"votes": dict(votes.get(ag, {}))} for ag in AGENTS})
-    return act_obs, rew, infos, next_obs
+# make_env / play_round come from scripted.py with this module's settings: n_actions 2 by
+# default and the reset observation returned (env, obs); every round checks that the act
+# step's rewards are 0.0.
+make_env = functools.partial(scripted.make_env, n_actions=2, return_obs=True)
+play_round = functools.partial(scripted.play_round, check_act_rewards=True)
 
 
 def comps(infos, agent):

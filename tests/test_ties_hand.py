@@ -35,9 +35,9 @@ import pytest
 socialgym = pytest.importorskip("socialgym")
 sp = pytest.importorskip("scipy.sparse")
 
-A0, A1, A2 = "agent_0", "agent_1", "agent_2"
-AGENTS = [A0, A1, A2]
-EPS = 1e-6
+import scripted  # noqa: E402  (tests/ helper module; after the importorskip guard)
+from scripted import A0, A1, A2, AGENTS, EPS, NOT, act, com, dm, make_env, post, vote  # noqa: E402
+
 TOL = dict(rel=1e-6, abs=1e-7)
 
 
@@ -50,61 +50,10 @@ W_NEUTRAL = sig(-2 + 0.5 * 1) - 0.1  # 0.1824255 - 0.1 = 0.0824255
 
 
 # --------------------------------------------------------------------------- helpers
-def make_env(**overrides):
-    cfg = dict(
-        n_agents=3,
-        n_actions=1,
-        max_rounds=3,
-        topics=["a", "b"],
-        recommender="chronological",
-        feed_size=50,
-        vote_feed_size=50,
-        invalid_actions="strict",
-        sentiment="tone",
-        seed=0,
-    )
-    cfg.update(overrides)
-    env = socialgym.parallel_env(**cfg)
-    env.reset(seed=0)
-    return env
-
-
-def post(topic, tone="neutral", mentions=None):
-    a = {"type": "POST", "topic": topic, "tone": tone}
-    if mentions:
-        a["mentions"] = list(mentions)
-    return a
-
-
-def com(target_id, tone="neutral", mentions=None):
-    a = {"type": "COM", "target_id": target_id, "tone": tone}
-    if mentions:
-        a["mentions"] = list(mentions)
-    return a
-
-
-def dm(recipient, topic, tone="neutral", reply_to=None):
-    return {"type": "DM", "recipient": recipient, "target_id": reply_to, "topic": topic, "tone": tone}
-
-
-NOT = {"type": "NOT"}
-
-
-def act(env, acts):
-    """Act step; agents not listed do NOT (n_actions NOTs)."""
-    n = len(next(iter(acts.values())))
-    full = {ag: {"actions": acts.get(ag, [NOT] * n)} for ag in AGENTS}
-    return env.step(full)[0]
-
-
-def vote(env, votes=None):
-    votes = votes or {}
-    return env.step({ag: {"votes": dict(votes.get(ag, {}))} for ag in AGENTS})
-
-
+# make_env (n_actions 1 by default, returns the env), post/com/dm/NOT and act/vote come from
+# scripted.py; a round here returns the tie matrix after the vote step.
 def play_round(env, acts, votes=None):
-    act(env, acts)
-    vote(env, votes)
+    scripted.play_round(env, acts, votes)
     return tie(env)
 
 
