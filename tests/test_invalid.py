@@ -155,7 +155,8 @@ def test_numeric_out_of_range_and_empty_slots():
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                          st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30))
 keys = st.sampled_from(["type", "topic", "text", "target_id", "recipient", "mentions", "tone", "junk"])
-values = st.one_of(json_scalars, st.sampled_from(["POST", "COM", "DM", "NOT", "agent_1", "agent_0", "a",
+arrays = st.builds(np.array, st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["agent_1", "a"])), max_size=3))
+values = st.one_of(json_scalars, arrays, st.sampled_from(["POST", "COM", "DM", "NOT", "agent_1", "agent_0", "a",
                                                   "supportive"]),
                    st.lists(st.one_of(st.text(max_size=8), st.sampled_from(["agent_1", "agent_2"])), max_size=3))
 actions = st.one_of(json_scalars, st.dictionaries(keys, values, max_size=6))

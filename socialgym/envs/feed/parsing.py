@@ -40,6 +40,11 @@ class InvalidAction(Exception):
         return {"phase": phase, "slot": self.slot, "field": self.field, "reason": self.reason}
 
 
+def _is_empty(value: Any) -> bool:
+    """None, "" or an empty list/tuple: a field that says nothing (never compares arrays)."""
+    return value is None or (isinstance(value, (str, list, tuple)) and len(value) == 0)
+
+
 def invalid_error(agent: str, err: InvalidAction) -> ValueError:
     where = f"slot {err.slot}" if err.slot is not None else "payload"
     return ValueError(f"invalid action of {agent}, {where}, field {err.field!r}: {err.reason}")
@@ -109,7 +114,7 @@ class ActParser:
         unknown = set(action) - _ALL_KEYS
         if unknown:
             raise InvalidAction(slot, sorted(unknown)[0], f"unknown key(s) {sorted(unknown)}")
-        stray = [k for k in set(action) - _ACTION_KEYS[kind] if action[k] not in (None, "", [], ())]
+        stray = [k for k in set(action) - _ACTION_KEYS[kind] if not _is_empty(action[k])]
         if stray:
             raise InvalidAction(slot, sorted(stray)[0], f"{ACTION_TYPES[kind]} takes no {sorted(stray)}")
         if self.first_round and kind != POST:
