@@ -242,3 +242,72 @@ def test_greedy_beats_random_on_total_reward():
         return np.mean(totals)
 
     assert mean_total(GreedyPolicy(seed=1)) > mean_total(RandomPolicy(seed=1))
+
+
+def _posts_only_round(env):
+    env.step({a: {"actions": [{"type": "POST", "topic": "a"}]} for a in env.agents})
+    return env.step({a: {"votes": {}} for a in env.agents})
+
+
+def test_seed_graph_starts_ties_and_decays_when_inactive():
+    seed = np.zeros((3, 3))
+    seed[0, 1] = 0.5
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, topics=["a"], sentiment="tone",
+                                 seed_graph=seed)
+    env.reset(seed=0)
+    assert env.tie_matrix()[0, 1] == 0.5
+    _posts_only_round(env)                              # no interaction: one decay step
+    assert env.tie_matrix()[0, 1] == pytest.approx(0.5 * 2 ** (-1 / 5))
+    with pytest.raises(ValueError, match="seed_graph"):
+        socialgym.parallel_env(n_agents=3, seed_graph=np.ones((2, 2))).reset(seed=0)
+
+
+def test_custom_tie_scorer_replaces_heuristic_evidence():
+    class Always(object):
+        def __init__(self, value):
+            self.value = value
+            self.seen = []
+
+        def score(self, signals, context):
+            self.seen.append((signals.src.tolist(), signals.dst.tolist()))
+            return np.full(len(signals), self.value)
+
+    scorer = Always(0.3)
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, topics=["a"], sentiment="tone",
+                                 tie_scorer=scorer)
+    env.reset(seed=0)
+    env.step({"agent_0": {"actions": [{"type": "POST", "topic": "a", "mentions": ["agent_2"]}]},
+              "agent_1": {"actions": [{"type": "POST", "topic": "a"}]},
+              "agent_2": {"actions": [{"type": "POST", "topic": "a"}]}})
+    env.step({a: {"votes": {}} for a in env.agents})
+    assert scorer.seen == [([0], [2])]
+    # W = 0 + min(0.25, (1 - 0) * (0.3 - 0.1)) = 0.2
+    assert env.tie_matrix()[0, 2] == pytest.approx(0.2)
+
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, topics=["a"], sentiment="tone",
+                                 tie_scorer=Always(1.5))
+    env.reset(seed=0)
+    env.step({"agent_0": {"actions": [{"type": "POST", "topic": "a", "mentions": ["agent_2"]}]},
+              "agent_1": {"actions": [{"type": "POST", "topic": "a"}]},
+              "agent_2": {"actions": [{"type": "POST", "topic": "a"}]}})
+    with pytest.raises(ValueError, match="tie scorer"):
+        env.step({a: {"votes": {}} for a in env.agents})
+
+
+def test_vader_scores_text_and_text_overrides_tone():
+    env = socialgym.parallel_env(n_agents=2, n_actions=1, max_rounds=2, topics=["a"], sentiment="vader")
+    env.reset(seed=0)
+    env.step({"agent_0": {"actions": [{"type": "POST", "topic": "a", "text": "I love this, wonderful!",
+                                       "tone": "critical"}]},
+              "agent_1": {"actions": [{"type": "POST", "topic": "a", "text": "This is terrible and awful."}]}})
+    s = env.content.column("sentiment")
+    assert s[0] > 0.5 and s[1] < -0.5
+
+
+def test_render_ansi_summarises_round():
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, topics=["a"], sentiment="tone",
+                                 render_mode="ansi")
+    env.reset(seed=0)
+    _posts_only_round(env)
+    text = env.render()
+    assert "round 2" in text and "SOC" in text
