@@ -2,6 +2,7 @@
 
     python benchmarks/bench_env.py                 # 1k, 10k, 100k agents
     python benchmarks/bench_env.py --agents 1000 --rounds 5 --obs-format structured
+    python benchmarks/bench_env.py --api arrays      # the batched step_arrays() path
 
 Each size runs in its own subprocess so its peak RSS (ru_maxrss) is its own. Random baseline,
 3 actions, feed 10, vote feed 10, chronological feed, numeric observations and actions.
@@ -18,7 +19,8 @@ import sys
 import time
 
 
-def measure(n_agents: int, rounds: int, obs_format: str, recommender: str, seed: int = 0) -> dict:
+def measure(n_agents: int, rounds: int, obs_format: str, recommender: str, api: str = "dict",
+            seed: int = 0) -> dict:
     import numpy as np
 
     import socialgym
@@ -32,14 +34,20 @@ def measure(n_agents: int, rounds: int, obs_format: str, recommender: str, seed:
     obs, _ = env.reset(seed=seed)
     reset_s = time.perf_counter() - t0
     per_round, act_s, vote_s = [], [], []
+    if api == "arrays":   # the batched path: one (n, L) matrix in, stacked arrays out
+        step = env.step_arrays
+        decide = lambda o: policy.sample_masks(o["action_mask"])  # noqa: E731
+        obs = {"action_mask": env._masks()}
+    else:                 # the PettingZoo path: dicts keyed by agent id
+        step, decide = env.step, policy.act
     for r in range(rounds + 1):
-        actions = policy.act(obs)
+        actions = decide(obs)
         t0 = time.perf_counter()
-        obs, *_ = env.step(actions)
+        obs, *_ = step(actions)
         t_act = time.perf_counter() - t0
-        votes = policy.act(obs)
+        votes = decide(obs)
         t0 = time.perf_counter()
-        obs, rewards, *_ = env.step(votes)
+        obs, rewards, *_ = step(votes)
         t_vote = time.perf_counter() - t0
         if r > 0:
             per_round.append(t_act + t_vote)
@@ -47,7 +55,8 @@ def measure(n_agents: int, rounds: int, obs_format: str, recommender: str, seed:
             vote_s.append(t_vote)
     W = env.tie_matrix()
     return {
-        "agents": n_agents, "rounds_timed": rounds, "obs_format": obs_format, "recommender": recommender,
+        "agents": n_agents, "rounds_timed": rounds, "api": api, "obs_format": obs_format,
+        "recommender": recommender,
         "reset_s": reset_s,
         "sec_per_round_mean": float(np.mean(per_round)), "sec_per_round_max": float(np.max(per_round)),
         "act_step_s": float(np.mean(act_s)), "vote_step_s": float(np.mean(vote_s)),
@@ -62,17 +71,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--obs-format", default="numeric", choices=("numeric", "structured", "both"))
     parser.add_argument("--recommender", default="chronological")
+    parser.add_argument("--api", default="dict", choices=("dict", "arrays"),
+                        help="dict: PettingZoo step(); arrays: the batched step_arrays() (numeric only)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.agents[0], args.rounds, args.obs_format, args.recommender)))
+        print(json.dumps(measure(args.agents[0], args.rounds, args.obs_format, args.recommender, args.api)))
         return
     results = []
     for n in args.agents:
         out = subprocess.run([sys.executable, __file__, "--child", "--agents", str(n), "--rounds",
                               str(args.rounds), "--obs-format", args.obs_format,
-                              "--recommender", args.recommender],
+                              "--recommender", args.recommender, "--api", args.api],
                              capture_output=True, text=True, check=True)
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
         r = results[-1]

@@ -311,3 +311,40 @@ def test_render_ansi_summarises_round():
     _posts_only_round(env)
     text = env.render()
     assert "round 2" in text and "SOC" in text
+
+
+def test_step_arrays_matches_dict_step_round_for_round():
+    kw = dict(n_agents=6, n_actions=2, max_rounds=4, obs_format="numeric", sentiment="tone",
+              recommender="random")
+    env_d, env_a = socialgym.parallel_env(**kw), socialgym.parallel_env(**kw)
+    obs_d, _ = env_d.reset(seed=9)
+    env_a.reset(seed=9)
+    policy = RandomPolicy(seed=2)
+    while env_d.agents:
+        actions = policy.act(obs_d)
+        matrix = np.stack([actions[a] for a in env_d.agents])
+        obs_d, rew_d, _, trunc_d, info_d = env_d.step(actions)
+        obs_a, rew_a, _, trunc_a, info_a = env_a.step_arrays(matrix)
+        np.testing.assert_array_equal(rew_a, [rew_d[a] for a in env_d.possible_agents])
+        for i, agent in enumerate(env_d.possible_agents):
+            for key in ("self", "feed", "dms", "vote_items"):
+                np.testing.assert_array_equal(obs_a[key][i], obs_d[agent][key])
+            assert all(np.array_equal(x, y) for x, y in zip(obs_a["action_mask"][i], obs_d[agent]["action_mask"]))
+        if info_a["reward_components"] is not None:
+            np.testing.assert_allclose(info_a["reward_components"][0],
+                                       list(info_d["agent_0"]["reward_components"].values()))
+        assert trunc_a == all(trunc_d.values())
+    assert (env_a.tie_matrix() != env_d.tie_matrix()).nnz == 0
+    with pytest.raises(RuntimeError):
+        env_a.step_arrays(matrix)
+
+
+def test_step_arrays_validates_shape_and_contents():
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, sentiment="tone")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        env.step_arrays(np.zeros((2, env.layout.length), np.int64))
+    bad = np.zeros((3, env.layout.length), np.int64)
+    bad[1, 0] = 3                                   # NOT in round 1
+    with pytest.raises(ValueError, match="agent_1.*slot 0.*'type'"):
+        env.step_arrays(bad)

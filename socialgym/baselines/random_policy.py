@@ -32,25 +32,32 @@ class RandomPolicy:
 
     # ---- numeric ---------------------------------------------------------------------------
     def _numeric(self, observations: dict[str, Any]) -> dict[str, np.ndarray]:
-        groups: dict[int, list[str]] = {}
-        masks: dict[int, tuple] = {}
-        for agent, obs in observations.items():
-            if "action_mask" not in obs:
+        agents = list(observations)
+        for agent in agents:
+            if "action_mask" not in observations[agent]:
                 raise ValueError("RandomPolicy needs action masks for numeric observations "
                                  "(construct the env with action_masks=True)")
-            key = id(obs["action_mask"])
-            groups.setdefault(key, []).append(agent)
-            masks[key] = obs["action_mask"]
-        out: dict[str, np.ndarray] = {}
-        for key, agents in groups.items():
-            mask = masks[key]
-            batch = np.empty((len(agents), len(mask)), dtype=np.int64)
+        matrix = self.sample_masks([observations[a]["action_mask"] for a in agents])
+        return dict(zip(agents, matrix))
+
+    def sample_masks(self, masks: list[tuple]) -> np.ndarray:
+        """One masked uniform sample per agent, as an (agents, L) matrix (for ``step_arrays``).
+
+        Agents whose masks are the same object are sampled together, one numpy call per
+        dimension, so the cost grows with the number of distinct masks, not of agents.
+        """
+        groups: dict[int, list[int]] = {}
+        for row, mask in enumerate(masks):
+            groups.setdefault(id(mask), []).append(row)
+        out = np.empty((len(masks), len(masks[0]) if masks else 0), dtype=np.int64)
+        for rows in groups.values():
+            mask = masks[rows[0]]
+            rows_arr = np.asarray(rows)
             for d, m in enumerate(mask):
                 allowed = np.flatnonzero(m)
                 if len(allowed) == 0:
                     allowed = np.zeros(1, np.int64)  # gymnasium's convention: all-masked -> 0
-                batch[:, d] = allowed[self.rng.integers(len(allowed), size=len(agents))]
-            out.update(zip(agents, batch))
+                out[rows_arr, d] = allowed[self.rng.integers(len(allowed), size=len(rows))]
         return out
 
     # ---- structured ------------------------------------------------------------------------

@@ -216,6 +216,52 @@ class FeedEnv(ParallelEnv):
             if gc_was_enabled:
                 gc.enable()
 
+    def step_arrays(self, actions: np.ndarray):
+        """Vectorised step of all agents at once — the scale path for neural policies.
+
+        ``actions``: an (n_agents, L) integer matrix, row i the numeric action of agent i (the
+        encoding of ``action_space``). Same rules, validation and state as :meth:`step`; only the
+        containers differ, so no per-agent dicts are built. Returns ``(obs, rewards, terminated,
+        truncated, info)``: ``obs`` a dict of stacked arrays (``self`` (n, 14), ``feed`` (n, F, 10),
+        ``dms`` (n, D, 6), ``vote_items`` (n, V, 10), ``phase``, ``round``, and ``action_mask``,
+        a list of per-agent mask tuples shared between agents with equal masks); ``rewards`` an
+        (n,) array; ``terminated``/``truncated`` bools for the whole population; ``info`` with
+        ``reward_components`` (n, 5) after a vote step and ``invalid`` {agent id: records}.
+        """
+        if not self.agents:
+            raise RuntimeError("the episode is over (or reset() was never called); call reset()")
+        matrix = np.asarray(actions)
+        shape = (self.config.n_agents, self.layout.length)
+        if matrix.shape != shape or matrix.dtype.kind not in "iu":
+            raise ValueError(f"step_arrays takes an integer matrix of shape {shape}, "
+                             f"got {matrix.dtype} {matrix.shape}")
+        everyone = np.arange(self.config.n_agents)
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if self.phase == "act":
+                invalid: dict[int, list] = {}
+                cols = SlotColumns()
+                ActParser(self).parse_numeric(everyone, matrix, cols, self._invalid_handler(invalid, "act"))
+                self._commit_act(cols, invalid)
+                rewards, components, done = np.zeros(self.config.n_agents), None, False
+            else:
+                invalid = self._pending[2]
+                votes = self._numeric_votes(everyone, matrix.astype(np.int64, copy=False),
+                                            self._invalid_handler(invalid, "vote"))
+                components, rewards, done = self._commit_vote(*votes)
+            obs = self._numeric_arrays()
+            if self.config.action_masks:
+                obs["action_mask"] = self._masks()
+            info = {"round": self.round - (self.phase == "act"), "reward_components": components,
+                    "invalid": {self.agents_all[i]: r for i, r in invalid.items()}}
+            if done:
+                self.agents = []
+            return obs, rewards, False, done, info
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
     def _invalid_handler(self, invalid: dict, phase: str):
         strict = self.config.invalid_actions == "strict"
 
@@ -241,18 +287,21 @@ class FeedEnv(ParallelEnv):
             else:
                 parser.parse_structured(i, payload, cols, lambda err, i=i: handle(i, err))
         parser.parse_numeric(np.asarray(numeric_agents, np.int64), numeric_vectors, cols, handle)
+        self._commit_act(cols, invalid)
+        obs = self._observe()
+        rewards = {a: 0.0 for a in self.agents}
+        infos = {a: {"phase": "vote", "round": self.round, "invalid": invalid.get(i, [])}
+                 for i, a in enumerate(self.agents_all)}
+        return obs, rewards, self._flags(False), self._flags(False), infos
 
+    def _commit_act(self, cols: SlotColumns, invalid: dict) -> None:
+        """Store the validated actions and choose every agent's vote items."""
         batch, texts = self._build_batch(cols)
         self.content.append_batch(batch, texts)
         pool = batch.content_id[batch.is_public]
         self._vote_items = self._recommend(pool, self.config.vote_feed_size, "vote")
         self._pending = (batch, texts, invalid)
         self.phase = "vote"
-        obs = self._observe()
-        rewards = {a: 0.0 for a in self.agents}
-        infos = {a: {"phase": "vote", "round": self.round, "invalid": invalid.get(i, [])}
-                 for i, a in enumerate(self.agents_all)}
-        return obs, rewards, self._flags(False), self._flags(False), infos
 
     def _build_batch(self, cols: SlotColumns) -> tuple[RoundBatch, list]:
         """Columns in (agent, slot) order, new topics added to the vocabulary in that order."""
@@ -279,10 +328,27 @@ class FeedEnv(ParallelEnv):
         return batch, [cols.text[k] for k in order]
 
     def _vote_step(self, actions: dict):
-        batch, texts, invalid = self._pending
+        invalid = self._pending[2]
         handle = self._invalid_handler(invalid, "vote")
-        voters, items, values = self._collect_votes(actions, handle)
-        # all votes validated: from here on the round is committed
+        components, totals, done = self._commit_vote(*self._collect_votes(actions, handle))
+        obs = self._observe()
+        rewards = dict(zip(self.agents, totals.tolist()))
+        comp_rows = components.tolist()
+        infos = {a: {"phase": "act", "round": self.round - 1,
+                     "reward_components": dict(zip(REWARD_NAMES, comp_rows[i])),
+                     "invalid": invalid.get(i, [])}
+                 for i, a in enumerate(self.agents_all)}
+        truncations = self._flags(done)
+        terminations = self._flags(False)
+        if done:
+            self.agents = []
+        if self.render_mode == "human":
+            print(self.render())
+        return obs, rewards, terminations, truncations, infos
+
+    def _commit_vote(self, voters: np.ndarray, items: np.ndarray, values: np.ndarray):
+        """Apply the validated votes and close the round: rewards, ties, recommender, next feeds."""
+        batch, texts, invalid = self._pending
         self.content.apply_votes(items, values)
         author = self.content.column("author")
         batch.vote_voter = voters
@@ -316,20 +382,7 @@ class FeedEnv(ParallelEnv):
             self._feed = np.full_like(self._feed, EMPTY)
             self._set_inbox(np.zeros(0, np.int64))
         self._vote_items = np.full_like(self._vote_items, EMPTY)
-        obs = self._observe()
-        rewards = dict(zip(self.agents, totals.tolist()))
-        comp_rows = components.tolist()
-        infos = {a: {"phase": "act", "round": self.round - 1,
-                     "reward_components": dict(zip(REWARD_NAMES, comp_rows[i])),
-                     "invalid": invalid.get(i, [])}
-                 for i, a in enumerate(self.agents_all)}
-        truncations = self._flags(done)
-        terminations = self._flags(False)
-        if done:
-            self.agents = []
-        if self.render_mode == "human":
-            print(self.render())
-        return obs, rewards, terminations, truncations, infos
+        return components, totals, done
 
     def _collect_votes(self, actions: dict, handle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         voter_parts, item_parts, value_parts = [], [], []
@@ -349,7 +402,14 @@ class FeedEnv(ParallelEnv):
                 item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
                 value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
         agents, matrix = stack_numeric(numeric_agents, numeric_vectors, self.layout, "votes", handle)
-        if len(agents):   # vectorised: code 0/1/2 = vote -1/0/+1 on vote slot v
+        parts = self._numeric_votes(agents, matrix, handle)
+        for part, out in zip(parts, (voter_parts, item_parts, value_parts)):
+            out.append(part)
+        return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
+
+    def _numeric_votes(self, agents: np.ndarray, matrix: np.ndarray, handle):
+        """Decode numeric vote codes (0/1/2 = vote -1/0/+1 on vote slot v) for many agents."""
+        if len(agents):
             codes = matrix[:, self.layout.act_length:]
             slots = self._vote_items[agents]
             bad = ~np.isin(codes, (0, 1, 2)) | ((codes != 1) & (slots < 0))
@@ -359,12 +419,9 @@ class FeedEnv(ParallelEnv):
                 handle(int(agents[a]), InvalidAction(int(v), "votes", f"{reason}, got {codes[a, v]}"))
             cast = (codes != 1) & ~bad
             a_idx, v_idx = np.nonzero(cast)
-            voter_parts.append(agents[a_idx].astype(np.int32, copy=False))
-            item_parts.append(slots[a_idx, v_idx])
-            value_parts.append((codes[a_idx, v_idx] - 1).astype(np.int8, copy=False))
-        if not voter_parts:
-            return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
-        return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
+            return (agents[a_idx].astype(np.int32, copy=False), slots[a_idx, v_idx],
+                    (codes[a_idx, v_idx] - 1).astype(np.int8, copy=False))
+        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
 
     # ---------------------------------------------------------------- platform bookkeeping
     def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
@@ -461,13 +518,15 @@ class FeedEnv(ParallelEnv):
         n_feed = (self._feed >= 0).sum(axis=1)
         n_dms = (self._inbox >= 0).sum(axis=1)
         n_votes = (self._vote_items >= 0).sum(axis=1)
-        keys = np.stack([n_feed, n_dms, n_votes], axis=1)
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        D1, V1 = self.config.dm_inbox_size + 1, self.config.vote_feed_size + 1
+        codes, inverse = np.unique((n_feed * D1 + n_dms) * V1 + n_votes, return_inverse=True)
         first, n_topics = self.round == 1, len(self.vocab)
-        tuples = [self._mask_cache.get(first, int(f), int(d), int(v), n_topics) for f, d, v in uniq]
-        return [tuples[j] for j in inverse.reshape(-1).tolist()]
+        tuples = [self._mask_cache.get(first, int(c // (D1 * V1)), int(c // V1 % D1), int(c % V1), n_topics)
+                  for c in codes.tolist()]
+        return [tuples[j] for j in inverse.tolist()]
 
-    def _numeric_observations(self):
+    def _numeric_arrays(self) -> dict:
+        """The numeric observation of every agent as stacked arrays (row i = agent i)."""
         cfg = self.config
         n = cfg.n_agents
         me = np.arange(n)
@@ -482,8 +541,13 @@ class FeedEnv(ParallelEnv):
         if self._feature_cache is None or self._feature_cache[0] != self.round:
             self._feature_cache = (self.round, self._item_features(self._feed, me), self._dm_features(me))
         _, feed, dms = self._feature_cache
-        votes = self._item_features(self._vote_items, me)
-        phase, rnd = PHASES.index(self.phase), self.round
+        return {"phase": PHASES.index(self.phase), "round": self.round, "self": self_feat,
+                "feed": feed, "dms": dms, "vote_items": self._item_features(self._vote_items, me)}
+
+    def _numeric_observations(self):
+        arrays = self._numeric_arrays()
+        phase, rnd = arrays["phase"], arrays["round"]
+        self_feat, feed, dms, votes = arrays["self"], arrays["feed"], arrays["dms"], arrays["vote_items"]
 
         def row(i: int) -> dict:
             return {"phase": phase, "round": rnd, "self": self_feat[i], "feed": feed[i],

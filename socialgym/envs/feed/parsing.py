@@ -209,8 +209,9 @@ class ActParser:
         return known if known is not None else normalise_topic(topic)
 
     # ---- numeric ----------------------------------------------------------------------------
-    def parse_numeric(self, agents: np.ndarray, vectors: list, out: SlotColumns, on_invalid) -> None:
-        """Vectorised decoding of numeric actions; ``on_invalid(agent, err)`` raises or records."""
+    def parse_numeric(self, agents: np.ndarray, vectors, out: SlotColumns, on_invalid) -> None:
+        """Vectorised decoding of numeric actions (a list of vectors or one (a, L) matrix);
+        ``on_invalid(agent, err)`` raises or records."""
         env, lay = self.env, self.env.layout
         agents, matrix = stack_numeric(agents, vectors, lay, "actions", on_invalid)
         if not len(agents):
@@ -314,6 +315,9 @@ def stack_numeric(agents: np.ndarray, vectors: list, lay: ActionLayout, field: s
     fails are the vectors examined one by one to name the offending agents.
     """
     agents = np.asarray(agents, dtype=np.int64)
+    if isinstance(vectors, np.ndarray) and vectors.ndim == 2 and vectors.shape[1] == lay.length \
+            and vectors.dtype.kind in "iu":
+        return agents, vectors.astype(np.int64, copy=False)   # already one integer matrix
     if not len(vectors):
         return agents, np.zeros((0, lay.length), np.int64)
     shape = (lay.length,)
