@@ -231,9 +231,10 @@ class ActParser:
                 reasons.append(reason)
 
         in_range = (act >= 0) & (act < lay.slot_nvec)
-        for column in range(lay.slot_width):
-            flag(~in_range[:, :, column], column, f"value outside [0, {lay.slot_nvec[column]})")
-        act = np.where(in_range, act, 0)
+        if not in_range.all():   # rare: flag and neutralise out-of-range entries
+            for column in range(lay.slot_width):
+                flag(~in_range[:, :, column], column, f"value outside [0, {lay.slot_nvec[column]})")
+            act = np.where(in_range, act, 0)
         kind = act[:, :, 0]
         if self.first_round:
             flag(kind != POST, 0, "round 1 allows only POST (nothing exists yet)")
