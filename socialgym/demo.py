@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 import socialgym
 from socialgym.baselines import GreedyPolicy, RandomPolicy
 from socialgym.config import REWARD_NAMES

@@ -77,10 +77,3 @@ class RoundBatch:
     def is_public(self) -> np.ndarray:
         """B_t^PUB: POSTs and COMs."""
         return (self.kind == POST) | (self.kind == COM)
-
-    def count_by_type(self) -> np.ndarray:
-        """(n, 4) counts of POST, COM, DM, NOT per agent."""
-        codes = self.sender.astype(np.int64, copy=False) * 4 + self.kind
-        counts = np.bincount(codes, minlength=self.n_agents * 4).reshape(self.n_agents, 4)
-        counts[:, NOT] = self.n_actions - counts[:, :NOT].sum(axis=1)
-        return counts

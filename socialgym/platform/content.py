@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from socialgym.platform.actions import COM, DM, POST, RoundBatch
+from socialgym.platform.actions import COM, POST, RoundBatch
 
 _COLUMNS: dict[str, tuple[type, int | float]] = {
     "kind": (np.int8, -1),
@@ -121,9 +121,6 @@ class ContentStore:
     def public_mask(self) -> np.ndarray:
         kind = self.column("kind")
         return (kind == POST) | (kind == COM)
-
-    def is_dm(self) -> np.ndarray:
-        return self.column("kind") == DM
 
     # ---- persistence (checkpointing) -------------------------------------------------------
     def state_dict(self) -> dict:

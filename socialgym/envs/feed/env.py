@@ -26,7 +26,7 @@ from socialgym.envs.feed.parsing import (
     ActParser, InvalidAction, SlotColumns, invalid_error, parse_votes, stack_numeric,
 )
 from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
-from socialgym.platform.actions import ACTION_TYPES, COM, DM, POST, TONE_SENTIMENT, RoundBatch
+from socialgym.platform.actions import ACTION_TYPES, COM, DM, TONE_SENTIMENT, RoundBatch
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary
 from socialgym.recommenders import EMPTY, FeedRequest, make_recommender
@@ -555,54 +555,52 @@ class FeedEnv(ParallelEnv):
         return row
 
     def _item_features(self, ids: np.ndarray, me: np.ndarray) -> np.ndarray:
-        feats = np.zeros(ids.shape + (len(FEED_ITEM_FEATURES),), np.float32)
-        feats[..., 1:3] = -1                                  # author, topic of an empty slot
-        present = ids >= 0
-        if not present.any():
-            return feats
+        """FEED_ITEM_FEATURES of public items shown to each viewer (rows of ``ids``)."""
         c, n = self.content, self.config.n_agents
-        safe = np.maximum(ids, 0)
-        author = c.column("author")[safe].astype(np.int64, copy=False)
-        # Keys (item, viewer) and (author, viewer) are probed slot by slot: viewers in a slot
-        # often share the item, so probes arrive nearly sorted and the binary searches stay
-        # in cache (a large share of the step at 100k agents).
-        mention_keys = c.mention_keys(n)
-        probe = (safe * n + me[:, None]).T.ravel()
-        if len(mention_keys):
-            pos = np.minimum(np.searchsorted(mention_keys, probe), len(mention_keys) - 1)
-            mention_me = (mention_keys[pos] == probe).reshape(ids.shape[::-1]).T
-        else:
-            mention_me = np.zeros(ids.shape, bool)
-        tie_out = self.ties.weights.lookup((me[:, None] * n + author).ravel()).reshape(ids.shape)
-        tie_in = self.ties.weights.lookup((author * n + me[:, None]).T.ravel()).reshape(ids.shape[::-1]).T
-        columns = [1.0, author, c.column("topic")[safe], c.column("kind")[safe] == COM,
-                   c.column("likes")[safe], c.column("dislikes")[safe], self.round - c.column("round")[safe],
-                   tie_out, tie_in, mention_me]
-        full = bool(present.all())
-        for j, col in enumerate(columns):
-            feats[..., j] = col if full else np.where(present, col, feats[..., j])
-        return feats
+
+        def columns(safe, author, tie_out, tie_in):
+            mention_keys = c.mention_keys(n)
+            if len(mention_keys):
+                probe = _slot_major(safe * n + me[:, None])
+                pos = np.minimum(np.searchsorted(mention_keys, probe), len(mention_keys) - 1)
+                mention_me = _from_slot_major(mention_keys[pos] == probe, ids.shape)
+            else:
+                mention_me = np.zeros(ids.shape, bool)
+            return [1.0, author, c.column("topic")[safe], c.column("kind")[safe] == COM,
+                    c.column("likes")[safe], c.column("dislikes")[safe],
+                    self.round - c.column("round")[safe], tie_out, tie_in, mention_me]
+        return self._shown_features(ids, me, len(FEED_ITEM_FEATURES), columns)
 
     def _dm_features(self, me: np.ndarray) -> np.ndarray:
-        ids = self._inbox
-        present = ids >= 0
-        feats = np.zeros(ids.shape + (len(DM_FEATURES),), np.float32)
+        """DM_FEATURES of the inbox."""
+        c = self.content
+
+        def columns(safe, author, tie_out, tie_in):
+            return [1.0, author, c.column("topic")[safe], c.column("sentiment")[safe], tie_out, tie_in]
+        return self._shown_features(self._inbox, me, len(DM_FEATURES), columns)
+
+    def _shown_features(self, ids: np.ndarray, me: np.ndarray, width: int, columns) -> np.ndarray:
+        """(viewers, slots, width) features of shown content; empty slots: present 0, author
+        and topic -1. ``columns(safe_ids, author, tie_out, tie_in)`` lists the feature columns."""
+        feats = np.zeros(ids.shape + (width,), np.float32)
         feats[..., 1:3] = -1
+        present = ids >= 0
         if not present.any():
             return feats
-        c, n = self.content, self.config.n_agents
+        n = self.config.n_agents
         safe = np.maximum(ids, 0)
-        author = c.column("author")[safe].astype(np.int64, copy=False)
+        author = self.content.column("author")[safe].astype(np.int64, copy=False)
+        # (author, viewer) keys are probed slot by slot: viewers in a slot often share the
+        # author, so probes arrive nearly sorted and the binary searches stay in cache.
         tie_out = self.ties.weights.lookup((me[:, None] * n + author).ravel()).reshape(ids.shape)
-        tie_in = self.ties.weights.lookup((author * n + me[:, None]).ravel()).reshape(ids.shape)
-        columns = [np.ones(ids.shape), author, c.column("topic")[safe], c.column("sentiment")[safe], tie_out, tie_in]
-        for j, col in enumerate(columns):
-            feats[..., j] = np.where(present, col, feats[..., j])
+        tie_in = _from_slot_major(self.ties.weights.lookup(_slot_major(author * n + me[:, None])), ids.shape)
+        full = bool(present.all())
+        for j, col in enumerate(columns(safe, author, tie_out, tie_in)):
+            feats[..., j] = col if full else np.where(present, col, feats[..., j])
         return feats
 
     def _structured_observations(self) -> list[dict]:
         cfg = self.config
-        c = self.content
         shown = np.concatenate([self._feed.ravel(), self._vote_items.ravel(), self._inbox_ids])
         base = self._item_dicts(np.unique(shown[shown >= 0]))
         topics = self.vocab.names
@@ -673,6 +671,15 @@ class FeedEnv(ParallelEnv):
 
     def close(self) -> None:
         pass
+
+
+def _slot_major(keys: np.ndarray) -> np.ndarray:
+    """(viewers, slots) -> flat in slot-major order."""
+    return keys.T.ravel()
+
+
+def _from_slot_major(flat: np.ndarray, shape: tuple) -> np.ndarray:
+    return flat.reshape(shape[::-1]).T
 
 
 def _copy_item(item: dict) -> dict:
