@@ -348,3 +348,49 @@ def test_step_arrays_validates_shape_and_contents():
     bad[1, 0] = 3                                   # NOT in round 1
     with pytest.raises(ValueError, match="agent_1.*slot 0.*'type'"):
         env.step_arrays(bad)
+
+
+def test_buffer_pool_reuses_only_released_arrays():
+    from socialgym.envs.feed.buffers import BufferPool
+    pool = BufferPool(per_key=3)
+    a = pool.empty("x", (4, 3), np.float32)
+    a_addr = a.ctypes.data
+    kept = pool.empty("x", (4, 3), np.float32)      # a is still held: a new array
+    assert kept.ctypes.data != a_addr
+    view = a[1:]
+    del a
+    b = pool.empty("x", (4, 3), np.float32)         # a view of a is still alive
+    assert not np.shares_memory(b, view) and not np.shares_memory(b, kept)
+    del view
+    reused = pool.empty("x", (4, 3), np.float32)    # now a is free again
+    assert reused.ctypes.data == a_addr
+    assert pool.empty("x", (5, 3), np.float32).shape == (5, 3)   # other shapes never reuse
+
+
+def test_kept_observations_are_not_overwritten():
+    env = socialgym.parallel_env(n_agents=6, n_actions=2, max_rounds=6, obs_format="numeric",
+                                 recommender="random", seed=3)
+    policy = RandomPolicy(seed=3)
+    obs, _ = env.reset(seed=3)
+    history = []
+    for _ in range(5):
+        for _phase in range(2):
+            obs, *_ = env.step(policy.act(obs))
+            history.append({a: {k: np.array(v, copy=True) for k, v in o.items() if k != "action_mask"}
+                            for a, o in obs.items()})
+            history.append(obs)
+    for snapshot, live in zip(history[0::2], history[1::2]):
+        for agent, o in snapshot.items():
+            for key, value in o.items():
+                np.testing.assert_array_equal(live[agent][key], value)
+
+
+def test_pair_lookup_within_source_rows():
+    from socialgym.ties.pairs import PairTable
+    n = 5
+    table = PairTable(n, np.array([0 * n + 1, 1 * n + 2, 2 * n + 0, 2 * n + 4, 4 * n + 3]),
+                      np.array([0.1, 0.2, 0.3, 0.4, 0.5]))
+    probe = np.array([2 * n + 4, 2 * n + 1, 1 * n + 2, 2 * n + 0])
+    np.testing.assert_allclose(table.lookup(probe, src_range=(1, 3)), [0.4, 0.0, 0.2, 0.3])
+    np.testing.assert_allclose(table.lookup(probe), [0.4, 0.0, 0.2, 0.3])
+    np.testing.assert_allclose(table.lookup(np.array([3 * n + 1]), src_range=(3, 4)), [0.0])

@@ -36,14 +36,22 @@ class PairTable:
     def keys_of(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         return np.asarray(src, np.int64) * self.n + np.asarray(dst, np.int64)
 
-    def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """Values at ``keys`` (0 where absent)."""
-        if len(self.keys) == 0:
+    def lookup(self, keys: np.ndarray, src_range: tuple[int, int] | None = None) -> np.ndarray:
+        """Values at ``keys`` (0 where absent).
+
+        ``src_range=(lo, hi)`` promises that every key's source lies in ``[lo, hi)``: the
+        search is then confined to those rows, a slice small enough to stay in cache.
+        """
+        table_keys, table_values = self.keys, self.values
+        if src_range is not None and len(table_keys):
+            lo, hi = np.searchsorted(table_keys, [src_range[0] * self.n, src_range[1] * self.n])
+            table_keys, table_values = table_keys[lo:hi], table_values[lo:hi]
+        if len(table_keys) == 0:
             return np.zeros(len(keys))
-        idx = np.searchsorted(self.keys, keys)
-        idx_c = np.minimum(idx, len(self.keys) - 1)
-        found = self.keys[idx_c] == keys
-        return np.where(found, self.values[idx_c], 0.0)
+        idx = np.searchsorted(table_keys, keys)
+        idx_c = np.minimum(idx, len(table_keys) - 1)
+        found = table_keys[idx_c] == keys
+        return np.where(found, table_values[idx_c], 0.0)
 
     def replace(self, scale_others: float, keys: np.ndarray, values: np.ndarray,
                 prune_below: float) -> None:
