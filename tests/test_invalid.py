@@ -1,6 +1,5 @@
 """Invalid input (SPEC §6): strict raises naming agent, slot and field; lenient records a NOT."""
 
-import math
 
 import numpy as np
 import pytest
