@@ -39,6 +39,26 @@ class FeedConfig:
     max_rounds: int = 15
     topics: tuple[str, ...] = DEFAULT_TOPICS
     recommender: Any = "chronological"
+    recommender_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Constructor parameters of a recommender given by name (e.g. ``{"dim": 32}`` for mf)."""
+    rerank: tuple = ()
+    """Re-ranking interventions, innermost first: dicts ``{"kind": ..., **params}`` (see
+    ``socialgym.recommenders.RERANKERS``) or callables ``f(recommender) -> recommender``."""
+    agent_interests: Any = None
+    """(n_agents, n_topics) preferences or n_agents labels; used by ``soc_strategy`` and as the
+    default groups of the exposure metrics."""
+    agent_groups: Any = None
+    """n_agents group labels for cross-cutting exposure and per-group cocoon shares."""
+    soc_strategy: int = 0
+    """recagent's Soc-Strategy: at reset, tie every agent to this many agents of a different
+    main interest (both directions), weight ``soc_strategy_weight``. Needs ``agent_interests``."""
+    soc_strategy_weight: float = 0.5
+    exposure_window: int = 5
+    """Rounds of act-phase feeds the cocoon / exposure metrics look back over."""
+    cocoon_threshold: float | None = None
+    """Topic entropy (nats) below which an agent is in a deep cocoon; None = 0.5 * ln(topics)."""
+    exposure_in_infos: bool = False
+    """Also put the exposure metrics into every agent's info after each vote step."""
     feed_size: int = 10
     vote_feed_size: int = 10
     dm_inbox_size: int = 10
@@ -81,6 +101,15 @@ class FeedConfig:
             raise TypeError(
                 f"unknown feed-environment config key(s) {unknown}; allowed keys: {sorted(allowed)}"
             )
+        if "rerank" in kwargs:
+            steps = kwargs["rerank"]
+            if steps is None:
+                steps = ()
+            elif isinstance(steps, (dict, str)) or callable(steps):
+                steps = (steps,)
+            kwargs["rerank"] = tuple(steps)
+        if kwargs.get("recommender_kwargs") is None:
+            kwargs.pop("recommender_kwargs", None)
         if "topics" in kwargs and kwargs["topics"] is not None:
             kwargs["topics"] = _topic_tuple(kwargs["topics"])
         if "evidence_weights" in kwargs:
@@ -132,6 +161,20 @@ class FeedConfig:
         if isinstance(self.sentiment, str) and self.sentiment not in ("vader", "tone"):
             raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {self.sentiment!r}")
         self.lambda_matrix()  # raises on malformed lambdas
+        if not isinstance(self.recommender_kwargs, Mapping):
+            raise TypeError("recommender_kwargs must be a mapping of parameter names to values")
+        _int_at_least("soc_strategy", self.soc_strategy, 0)
+        _float_in("soc_strategy_weight", self.soc_strategy_weight, 0.0, 1.0, low_open=True)
+        _int_at_least("exposure_window", self.exposure_window, 1)
+        if self.cocoon_threshold is not None:
+            _float_in("cocoon_threshold", self.cocoon_threshold, 0.0, math.inf)
+        if self.soc_strategy and self.agent_interests is None:
+            raise ValueError("soc_strategy needs agent_interests (a preference matrix or labels per agent)")
+        if self.agent_interests is not None:
+            from socialgym.ties.seeding import main_interests
+            main_interests(self.agent_interests, self.n_agents)   # raises on a bad shape
+        if self.agent_groups is not None and len(self.agent_groups) != self.n_agents:
+            raise ValueError(f"agent_groups has {len(self.agent_groups)} labels for {self.n_agents} agents")
 
     # ------------------------------------------------------------------ derived values
     @property

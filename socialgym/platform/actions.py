@@ -34,7 +34,8 @@ class RoundBatch:
     Votes (non-zero only): ``vote_voter``, ``vote_item``, ``vote_author``, ``vote_kind``,
     ``vote_topic``, ``vote_value`` (+1/-1).
     ``feed`` / ``feed_topics``: the act-phase feed C_t(u) as an (n, feed_size) array of content
-    ids / topic ids, -1 where a slot is empty. ``prev_dm_sender`` / ``prev_dm_recipient``: the DMs
+    ids / topic ids, -1 where a slot is empty. ``vote_feed``: the vote-phase items as an
+    (n, vote_feed_size) array of content ids (exposures too). ``prev_dm_sender`` / ``prev_dm_recipient``: the DMs
     of round t-1 (for COORD's reciprocity).
     """
 
@@ -58,6 +59,7 @@ class RoundBatch:
     vote_value: np.ndarray = field(default_factory=lambda: _empty(np.int8))
     feed: np.ndarray | None = None
     feed_topics: np.ndarray | None = None
+    vote_feed: np.ndarray | None = None
     prev_dm_sender: np.ndarray = field(default_factory=lambda: _empty(_I32))
     prev_dm_recipient: np.ndarray = field(default_factory=lambda: _empty(_I32))
 
@@ -66,6 +68,8 @@ class RoundBatch:
             self.feed_topics = np.full((self.n_agents, 0), -1, dtype=_I32)
         if self.feed is None:
             self.feed = np.full(self.feed_topics.shape, -1, dtype=_I64)
+        if self.vote_feed is None:
+            self.vote_feed = np.full((self.n_agents, 0), -1, dtype=_I64)
 
     # ---- derived views used by several rewards -------------------------------------------
     @property

@@ -30,6 +30,12 @@ class FeedRequest:
     k: slots per viewer. phase: "act" (feed) or "vote" (vote items). round: 1-based round.
     content: the platform's content store (authors, topics, votes, rounds of every item).
     ties: a callable returning the current tie matrix (scipy.sparse, row = source).
+    tie_lookup: ``tie_lookup(src, dst)`` -> tie weights W[src, dst] for arrays of pairs, without
+    building the matrix (0 where no tie).
+
+    The platform history is in ``content`` (every item's author, topic, round, target, net votes)
+    and in the :class:`RoundBatch` that :meth:`Recommender.update` receives after each round:
+    exposures (``feed``, ``vote_feed``), comments, DMs, votes.
     """
 
     viewers: np.ndarray
@@ -40,6 +46,11 @@ class FeedRequest:
     content: ContentStore
     ties: Callable[[], Any]
     n_agents: int
+    tie_lookup: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+
+    def item_age(self, ids: np.ndarray) -> np.ndarray:
+        """Rounds since each item was created (1 = last round's items in the act phase)."""
+        return self.round - self.content.column("round")[ids]
 
 
 class Recommender(ABC):

@@ -9,6 +9,7 @@ next round's feeds (SPEC §5).
 from __future__ import annotations
 
 import gc
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,10 +31,10 @@ from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, I
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, TONE_SENTIMENT, RoundBatch
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary
-from socialgym.recommenders import EMPTY, FeedRequest, make_recommender
+from socialgym.recommenders import EMPTY, FeedRequest, Reranker, apply_reranking, make_recommender
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
-from socialgym.ties import LogisticEvidence, TieDynamics, TieUpdate
+from socialgym.ties import LogisticEvidence, TieDynamics, TieUpdate, different_interest_ties, main_interests
 
 PHASES = ("act", "vote")
 _MISSING = object()
@@ -104,7 +105,8 @@ class FeedEnv(ParallelEnv):
         self.lambdas = cfg.lambda_matrix()
         self.reward_params = RewardParams.from_config(cfg)
         self._scorer = make_scorer(cfg.sentiment)
-        self.recommender = make_recommender(cfg.recommender)
+        self.recommender = apply_reranking(make_recommender(cfg.recommender, **cfg.recommender_kwargs),
+                                           cfg.rerank)
         self.tie_scorer = cfg.tie_scorer if cfg.tie_scorer is not None else LogisticEvidence(cfg.evidence_weights)
         self._action_spaces: dict[str, spaces.Space] = {}
         self._observation_spaces: dict[str, spaces.Space] = {}
@@ -180,7 +182,12 @@ class FeedEnv(ParallelEnv):
         self.ties = TieDynamics(n, xi=cfg.xi, delta_max=cfg.delta_max, decay=cfg.decay,
                                 b_rec=cfg.b_rec, eps=cfg.eps, scorer=self.tie_scorer,
                                 prune_below=cfg.tie_prune_below, seed_graph=cfg.seed_graph)
+        if cfg.soc_strategy:
+            labels = main_interests(cfg.agent_interests, n)
+            src, dst = different_interest_ties(labels, cfg.soc_strategy, self.rng)
+            self.add_ties(src, dst, cfg.soc_strategy_weight)
         self.recommender.reset()
+        self._shown_history: deque = deque(maxlen=cfg.exposure_window)   # act-phase feeds
         self.round, self.phase = 1, "act"
         width = max(cfg.max_topics, len(self.vocab), 1)
         self._seen_feed = np.zeros((n, width), dtype=bool)   # topics of feed items, rounds < t
@@ -257,6 +264,8 @@ class FeedEnv(ParallelEnv):
                 obs["action_mask"] = self._masks()
             info = {"round": self.round - (self.phase == "act"), "reward_components": components,
                     "invalid": {self.agents_all[i]: r for i, r in invalid.items()}}
+            if components is not None:
+                info.update(self._round_extras())
             if done:
                 self.agents = []
             return obs, rewards, False, done, info
@@ -336,9 +345,10 @@ class FeedEnv(ParallelEnv):
         obs = self._observe()
         rewards = dict(zip(self.agents, totals.tolist()))
         comp_rows = components.tolist()
+        extras = self._round_extras()
         infos = {a: {"phase": "act", "round": self.round - 1,
                      "reward_components": dict(zip(REWARD_NAMES, comp_rows[i])),
-                     "invalid": invalid.get(i, [])}
+                     "invalid": invalid.get(i, []), **extras}
                  for i, a in enumerate(self.agents_all)}
         truncations = self._flags(done)
         terminations = self._flags(False)
@@ -360,6 +370,7 @@ class FeedEnv(ParallelEnv):
         batch.vote_kind = self.content.column("kind")[items]
         batch.vote_topic = self.content.column("topic")[items]
         batch.feed = self._feed
+        batch.vote_feed = self._vote_items
         batch.feed_topics = np.where(self._feed >= 0, self.content.column("topic")[np.maximum(self._feed, 0)], -1)
         batch.prev_dm_sender, batch.prev_dm_recipient = self._prev_dm_sender, self._prev_dm_recipient
 
@@ -368,6 +379,7 @@ class FeedEnv(ParallelEnv):
         tie_update = self.ties.update(batch, self._seen_any, context=self)
         self._remember_topics(batch)
         self.recommender.update(self.content, batch, self.rng)
+        self._shown_history.append(batch.feed)
         self.last_round = RoundRecord(self.round, batch, texts, components, totals, tie_update, invalid)
 
         is_dm = batch.kind == DM
@@ -430,7 +442,8 @@ class FeedEnv(ParallelEnv):
         """Ask the recommender for every agent's list; ``pool`` is sorted ascending."""
         n = self.config.n_agents
         request = FeedRequest(viewers=np.arange(n), candidates=pool, k=k, phase=phase,
-                              round=self.round, content=self.content, ties=self.tie_matrix, n_agents=n)
+                              round=self.round, content=self.content, ties=self.tie_matrix, n_agents=n,
+                              tie_lookup=self._tie_lookup)
         raw = self.recommender.recommend(request, self.rng)
         return self._check_feed(np.asarray(raw), pool, k, phase)
 
@@ -666,10 +679,84 @@ class FeedEnv(ParallelEnv):
                             "likes": likes[k], "dislikes": dislikes[k], "round": rnd[k]}
         return out
 
+    def _tie_lookup(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        src = np.asarray(src, np.int64)
+        return self.ties.weights.lookup(src * self.config.n_agents + np.asarray(dst, np.int64))
+
     # ---------------------------------------------------------------- public accessors
     def tie_matrix(self) -> sp.csr_matrix:
         """Current W as scipy.sparse CSR (n x n); ``W[v, u]`` = tie from v to u."""
         return self.ties.matrix()
+
+    def _round_extras(self) -> dict:
+        """Per-round platform figures shared by every agent's info (one object, not copies)."""
+        extras = {}
+        if isinstance(self.recommender, Reranker):
+            extras["interventions"] = self.intervention_stats()
+        if self.config.exposure_in_infos:
+            extras["exposure"] = self.exposure_metrics()
+        return extras
+
+    def add_ties(self, src, dst, weight) -> None:
+        """Set W[src, dst] to at least ``weight`` (arrays or scalars; existing stronger ties stay).
+
+        For interventions on the graph, e.g. recagent's Soc-Strategy applied mid-run.
+        """
+        n = self.config.n_agents
+        src, dst = np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64))
+        weight = np.broadcast_to(np.asarray(weight, np.float64), src.shape)
+        if src.size and (src.min() < 0 or dst.min() < 0 or src.max() >= n or dst.max() >= n):
+            raise ValueError(f"add_ties: agent indices must lie in [0, {n})")
+        if np.any(src == dst):
+            raise ValueError("add_ties: no self-ties (src == dst)")
+        if not np.all(np.isfinite(weight)) or weight.min(initial=0) < 0 or weight.max(initial=0) > 1:
+            raise ValueError("add_ties: weights must lie in [0, 1]")
+        keys, first = np.unique(src.ravel() * n + dst.ravel(), return_index=True)
+        values = np.maximum(weight.ravel()[first], self.ties.weights.lookup(keys))
+        self.ties.weights.replace(1.0, keys, values, 0.0)
+
+    def exposure_metrics(self, groups=None, threshold: float | None = None) -> dict:
+        """Cocoon and exposure metrics over the act-phase feeds of the last ``exposure_window``
+        rounds (see ``socialgym.metrics.exposure_metrics``): mean topic entropy, deep-cocoon
+        share, author exposure Gini and, with groups (default ``agent_groups``, else the main
+        ``agent_interests``), per-group cocoon shares and cross-cutting exposure."""
+        from socialgym.metrics import exposure_metrics
+        topics, authors = self._shown_window()
+        groups = self._groups() if groups is None else groups
+        threshold = self.config.cocoon_threshold if threshold is None else threshold
+        return exposure_metrics(topics, authors, max(len(self.vocab), 1), self.config.n_agents,
+                                groups=groups, threshold=threshold)
+
+    def topic_entropy(self) -> np.ndarray:
+        """Per-agent topic entropy (nats) of its act-phase feeds over the exposure window;
+        NaN for an agent shown nothing."""
+        from socialgym.metrics import topic_counts, topic_entropy
+        topics, _ = self._shown_window()
+        return topic_entropy(topic_counts(topics, max(len(self.vocab), 1)))
+
+    def _shown_window(self) -> tuple[np.ndarray, np.ndarray]:
+        n = self.config.n_agents
+        if not self._shown_history:
+            empty = np.full((n, 0), EMPTY, dtype=np.int64)
+            return empty, empty
+        ids = np.concatenate(list(self._shown_history), axis=1)
+        safe = np.maximum(ids, 0)
+        topics = np.where(ids >= 0, self.content.column("topic")[safe], EMPTY)
+        authors = np.where(ids >= 0, self.content.column("author")[safe], EMPTY)
+        return topics, authors
+
+    def _groups(self):
+        cfg = self.config
+        if cfg.agent_groups is not None:
+            return np.asarray(cfg.agent_groups)
+        if cfg.agent_interests is not None:
+            return main_interests(cfg.agent_interests, cfg.n_agents)
+        return None
+
+    def intervention_stats(self) -> dict:
+        """Cumulative counts of every re-ranking intervention (empty without any)."""
+        rec = self.recommender
+        return rec.intervention_stats() if isinstance(rec, Reranker) else {}
 
     def network_metrics(self, threshold: float = 0.1, groups=None) -> dict:
         from socialgym.metrics import network_metrics

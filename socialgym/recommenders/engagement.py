@@ -1,0 +1,176 @@
+"""Recommenders from the platform's engagement signals: popularity, topic affinity, social ties."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from socialgym.platform.actions import COM
+from socialgym.recommenders.base import FeedRequest, top_k_excluding_own
+from socialgym.recommenders.scored import ScoredRecommender
+
+
+class Popularity(ScoredRecommender):
+    """Net likes with time decay: ``(1 + likes - dislikes) * 2 ** (-(age - 1) / half_life)``.
+
+    The +1 prior lets a fresh item with no votes outrank a stale one with none; ``age`` is in
+    rounds (1 = last round's items). One ranking serves every viewer (own items skipped), so
+    the cost is one sort of the pool per round. Equal scores: newest first.
+    """
+
+    name = "popularity"
+
+    def __init__(self, half_life: float = 2.0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if half_life <= 0:
+            raise ValueError(f"half_life must be > 0, got {half_life}")
+        self.half_life = float(half_life)
+
+    def item_scores(self, request: FeedRequest, ids: np.ndarray) -> np.ndarray:
+        c = request.content
+        net = c.column("likes")[ids].astype(np.float64) - c.column("dislikes")[ids]
+        age = np.maximum(request.item_age(ids) - 1, 0)
+        return (1.0 + net) * np.exp2(-age / self.half_life)
+
+    def score(self, request, viewers, cand):
+        return self.item_scores(request, cand)
+
+    def recommend(self, request, rng):
+        pool = self.candidate_pool(request)
+        if self.recency_weight or len(pool) == 0:
+            return super().recommend(request, rng)
+        newest_first = pool[::-1]
+        ranked = newest_first[np.argsort(-self.item_scores(request, newest_first), kind="stable")]
+        return top_k_excluding_own(ranked, request.viewers, request.content.column("author"), request.k)
+
+
+class TopicAffinity(ScoredRecommender):
+    """Content-based: items on the topics the viewer engaged with.
+
+    Each agent keeps an engagement profile over topics, decayed by ``2 ** (-1 / profile_half_life)``
+    every round, plus ``w_comment`` per comment on an item of the topic, ``w_like`` per like,
+    ``-w_dislike`` per dislike and ``w_post`` per own post or DM on it. An item's score is the
+    viewer's profile share of its topic (profile / sum of |profile|), plus a freshness bonus
+    (``recency_weight``, default 0.1) so that equal shares go to newer items and a cold start is
+    chronological.
+    """
+
+    name = "topic_affinity"
+
+    def __init__(self, w_comment: float = 1.0, w_like: float = 1.0, w_dislike: float = 0.5,
+                 w_post: float = 0.5, profile_half_life: float = 5.0, recency_weight: float = 0.1,
+                 **kwargs) -> None:
+        super().__init__(recency_weight=recency_weight, **kwargs)
+        if profile_half_life <= 0:
+            raise ValueError(f"profile_half_life must be > 0, got {profile_half_life}")
+        self.weights = (float(w_comment), float(w_like), float(w_dislike), float(w_post))
+        self.profile_half_life = float(profile_half_life)
+        self.profile: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.profile = None
+
+    def _grow(self, n: int, n_topics: int) -> np.ndarray:
+        if self.profile is None:
+            self.profile = np.zeros((n, max(n_topics, 1)))
+        elif n_topics > self.profile.shape[1]:
+            pad = np.zeros((n, max(n_topics, 2 * self.profile.shape[1]) - self.profile.shape[1]))
+            self.profile = np.hstack([self.profile, pad])
+        return self.profile
+
+    def update(self, content, batch, rng) -> None:
+        w_comment, w_like, w_dislike, w_post = self.weights
+        topics = int(max(batch.topic.max(initial=-1), batch.vote_topic.max(initial=-1))) + 1
+        profile = self._grow(batch.n_agents, topics)
+        profile *= np.exp2(-1.0 / self.profile_half_life)
+        K = profile.shape[1]
+        is_com = batch.kind == COM
+        weight = np.where(is_com, w_comment, w_post)       # a COM's topic is its target's
+        like = batch.vote_value > 0
+        rows = np.concatenate([batch.sender, batch.vote_voter])
+        cols = np.concatenate([batch.topic, batch.vote_topic])
+        vals = np.concatenate([weight, np.where(like, w_like, -w_dislike)])
+        ok = cols >= 0
+        profile += np.bincount(rows[ok].astype(np.int64) * K + cols[ok], weights=vals[ok],
+                               minlength=profile.size).reshape(profile.shape)
+
+    def score(self, request, viewers, cand):
+        topic = request.content.column("topic")[cand]
+        if self.profile is None:
+            return np.zeros(cand.shape)
+        profile = self.profile[viewers]
+        share = profile / np.maximum(np.abs(profile).sum(axis=1, keepdims=True), 1e-12)
+        inside = topic < share.shape[1]
+        out = np.zeros(cand.shape)
+        rows = np.broadcast_to(np.arange(len(viewers))[:, None], cand.shape)
+        out[inside] = share[rows[inside], topic[inside]]
+        return out
+
+    def state_dict(self) -> dict:
+        return {"profile": None if self.profile is None else self.profile.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.profile = None if state["profile"] is None else np.array(state["profile"])
+
+
+class Social(ScoredRecommender):
+    """Items by the agents the viewer is tied to, weighted by tie strength.
+
+    ``score = W[viewer, author] + in_weight * W[author, viewer]`` plus a freshness bonus
+    (``recency_weight``, default 0.05, so that without ties the feed is chronological). The
+    items of every out-tie's author within the window are always among the candidates (up to
+    ``max_social_candidates`` per viewer, strongest ties first), so sampling never hides them.
+    """
+
+    name = "social"
+
+    def __init__(self, in_weight: float = 0.5, recency_weight: float = 0.05,
+                 max_social_candidates: int = 256, **kwargs) -> None:
+        super().__init__(recency_weight=recency_weight, **kwargs)
+        self.in_weight = float(in_weight)
+        self.max_social_candidates = int(max_social_candidates)
+
+    def score(self, request, viewers, cand):
+        author = request.content.column("author")[cand].astype(np.int64)
+        rows = np.broadcast_to(viewers[:, None], cand.shape).astype(np.int64)
+        lookup = request.tie_lookup or _matrix_lookup(request)
+        out = lookup(rows.ravel(), author.ravel())
+        if self.in_weight:
+            out = out + self.in_weight * lookup(author.ravel(), rows.ravel())
+        return out.reshape(cand.shape)
+
+    def extra_candidates(self, request, pool, viewers):
+        W = request.ties().tocsr()
+        authors = request.content.column("author")[pool].astype(np.int64)
+        by_author = np.argsort(authors, kind="stable")
+        starts = np.searchsorted(authors[by_author], np.arange(request.n_agents + 1))
+        sub = W[viewers]
+        counts_nb = np.diff(sub.indptr)
+        viewer_row = np.repeat(np.arange(len(viewers)), counts_nb)
+        nb, w = sub.indices.astype(np.int64), sub.data
+        n_items = starts[nb + 1] - starts[nb]
+        keep = n_items > 0
+        viewer_row, nb, w, n_items = viewer_row[keep], nb[keep], w[keep], n_items[keep]
+        if len(nb) == 0:
+            return None
+        # expand (viewer, neighbour) into (viewer, item of neighbour) rows
+        rep_row = np.repeat(viewer_row, n_items)
+        rep_w = np.repeat(w, n_items)
+        offset = np.arange(n_items.sum()) - np.repeat(np.cumsum(n_items) - n_items, n_items)
+        item = pool[by_author[np.repeat(starts[nb], n_items) + offset]]
+        order = np.lexsort((-item, -rep_w, rep_row))
+        rep_row, item = rep_row[order], item[order]
+        first = np.searchsorted(rep_row, np.arange(len(viewers)))
+        rank = np.arange(len(rep_row)) - first[rep_row]
+        take = rank < self.max_social_candidates
+        width = int(min(self.max_social_candidates, rank.max() + 1))
+        out = np.full((len(viewers), width), -1, dtype=np.int64)
+        out[rep_row[take], rank[take]] = item[take]
+        return out
+
+
+def _matrix_lookup(request: FeedRequest):
+    W = request.ties().tocsr()
+
+    def lookup(src, dst):
+        return np.asarray(W[src, dst]).ravel()
+    return lookup
