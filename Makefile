@@ -10,8 +10,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# torch: the CPU build is pinned first, so the extra's "torch>=2.2" never pulls a CUDA build.
+TORCH_CPU := torch==2.13.0
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q $(TORCH_CPU)
+	$(BIN)/python -m pip install -q -e ".[test,torch,plot]"
 	touch $(STAMP)
 
 install: $(STAMP)
