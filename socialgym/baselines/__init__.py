@@ -8,5 +8,6 @@ one call per environment step for all agents, so LLM policies can run every agen
 from socialgym.baselines.greedy import GreedyPolicy
 from socialgym.baselines.protocol import Policy
 from socialgym.baselines.random_policy import RandomPolicy
+from socialgym.baselines.topic_users import TopicUsers
 
-__all__ = ["Policy", "RandomPolicy", "GreedyPolicy"]
+__all__ = ["GreedyPolicy", "Policy", "RandomPolicy", "TopicUsers"]
