@@ -56,8 +56,8 @@ class MatrixFactorization(ScoredRecommender):
 
     name = "mf"
 
-    def __init__(self, dim: int = 16, epochs: int = 3, lr: float = 0.05, weight_decay: float = 1e-4,
-                 batch_size: int = 8192, replay_rounds: int = 3, dislike_weight: float = 2.0,
+    def __init__(self, dim: int = 16, epochs: int = 2, lr: float = 0.05, weight_decay: float = 1e-4,
+                 batch_size: int = 32768, replay_rounds: int = 3, dislike_weight: float = 2.0,
                  max_pos_weight: float = 20.0, init_scale: float = 0.1, **kwargs) -> None:
         super().__init__(**kwargs)
         for name, value in (("dim", dim), ("epochs", epochs), ("batch_size", batch_size),
@@ -87,11 +87,14 @@ class MatrixFactorization(ScoredRecommender):
         def init(rows):  # noqa: E306
             return torch.randn(rows, self.dim, generator=gen, dtype=torch.float32) * self.init_scale
         if self.params is None:
-            self.params = {"user": init(n_agents), "author": init(n_agents), "topic": init(n_topics),
+            # topic factors start at zero: no topic is favoured before any feedback, so early
+            # lists mix topics (the author factors differ) and any cocoon is learnt, not seeded
+            self.params = {"user": init(n_agents), "author": init(n_agents),
+                           "topic": torch.zeros(n_topics, self.dim),
                            "b_author": torch.zeros(n_agents), "b_topic": torch.zeros(n_topics)}
         else:  # the vocabulary grew: new topic rows, old ones kept
             extra = n_topics - self.params["topic"].shape[0]
-            self.params["topic"] = torch.cat([self.params["topic"].detach(), init(extra)])
+            self.params["topic"] = torch.cat([self.params["topic"].detach(), torch.zeros(extra, self.dim)])
             self.params["b_topic"] = torch.cat([self.params["b_topic"].detach(), torch.zeros(extra)])
         for p in self.params.values():
             p.requires_grad_(True)
@@ -134,16 +137,19 @@ class MatrixFactorization(ScoredRecommender):
         pos_weight = min(self.max_pos_weight, max(1.0, (len(y) - n_pos) / max(n_pos, 1.0)))
         w = torch.where(y > 0, w * pos_weight, w)
         p = self.params
+        embed = torch.nn.functional.embedding
         for _ in range(self.epochs):
             perm = torch.randperm(len(v), generator=gen)
             for start in range(0, len(v), self.batch_size):
                 idx = perm[start:start + self.batch_size]
                 vb, ab, tb = v[idx], a[idx], t[idx]
-                logits = (p["user"][vb] * (p["author"][ab] + p["topic"][tb])).sum(1) \
-                    + p["b_author"][ab] + p["b_topic"][tb]
+                # F.embedding: its backward is a fast dense scatter (plain indexing's is not)
+                u_vec, a_vec, t_vec = embed(vb, p["user"]), embed(ab, p["author"]), embed(tb, p["topic"])
+                bias = embed(ab, p["b_author"][:, None]) + embed(tb, p["b_topic"][:, None])
+                logits = (u_vec * (a_vec + t_vec)).sum(1) + bias[:, 0]
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y[idx], weight=w[idx])
-                reg = self.weight_decay * ((p["user"][vb] ** 2).sum(1) + (p["author"][ab] ** 2).sum(1)
-                                           + (p["topic"][tb] ** 2).sum(1)).mean()
+                reg = self.weight_decay * (u_vec.square().sum(1) + a_vec.square().sum(1)
+                                           + t_vec.square().sum(1)).mean()
                 self.optimizer.zero_grad(set_to_none=True)
                 (loss + reg).backward()
                 self.optimizer.step()
@@ -158,10 +164,16 @@ class MatrixFactorization(ScoredRecommender):
         if self.params is None:                  # before the first update: no preference yet
             return np.zeros(cand.shape)
         P = self._arrays()
-        author = request.content.column("author")[cand]
-        topic = request.content.column("topic")[cand]
-        topic = np.minimum(topic, P["topic"].shape[0] - 1)   # topics newer than the model
+        content = request.content
         user = P["user"][viewers]
+        n_topics = P["topic"].shape[0]
+        if cand.ndim == 2 and cand.strides[0] == 0:      # every viewer scores the same items
+            author = content.column("author")[cand[0]]
+            topic = np.minimum(content.column("topic")[cand[0]], n_topics - 1)
+            item_vec = P["author"][author] + P["topic"][topic]
+            return user @ item_vec.T + (P["b_author"][author] + P["b_topic"][topic])
+        author = content.column("author")[cand]
+        topic = np.minimum(content.column("topic")[cand], n_topics - 1)   # topics newer than the model
         # u.(a + t) = u.a + u.t: the topic term is a small (viewers, topics) product; the author
         # term gathers (rows, C, dim) factors, in blocks that stay a few MB.
         by_topic = user @ P["topic"].T

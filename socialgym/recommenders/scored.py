@@ -7,11 +7,12 @@ own items and repeats, and the top-k selection — and keeps it vectorised and m
 * **Exact** when viewers x pool fits in ``cell_budget`` cells: every viewer scores the whole
   pool (within ``window``), newest first, so equal scores go to the newer item.
 * **Sampled** above that (e.g. 10,000 agents and a pool that grows by ~25,000 items a round):
-  each viewer scores ``max_candidates`` items drawn uniformly from the pool plus the
-  subclass's :meth:`extra_candidates` (the social recommender adds the items of the viewer's
-  ties). This is the two-stage retrieve-then-rank design of production recommenders; with
-  ~500 random candidates over a handful of topics the ranking still picks the viewer's
-  preferred topics, which is what drives cocoons.
+  viewers are taken in blocks of ``sample_block``; each block scores ``max_candidates`` items
+  drawn uniformly without replacement from the pool (one draw per block, so a score can be a
+  single matrix product), plus each viewer's :meth:`extra_candidates` (the social
+  recommender adds the items of the viewer's ties). This is the retrieve-then-rank design of
+  production recommenders; with ~500 random candidates over a handful of topics the ranking
+  still finds the viewer's preferred topics, which is what drives cocoons.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ class ScoredRecommender(Recommender):
 
     def __init__(self, window: int | None = None, recency_weight: float = 0.0,
                  recency_half_life: float = 2.0, max_candidates: int = 512,
-                 cell_budget: int = 2_000_000) -> None:
+                 cell_budget: int = 2_000_000, sample_block: int = 64) -> None:
         if window is not None and window < 1:
             raise ValueError(f"window must be >= 1 round or None, got {window}")
-        if max_candidates < 1 or cell_budget < 1:
-            raise ValueError("max_candidates and cell_budget must be positive")
+        if max_candidates < 1 or cell_budget < 1 or sample_block < 1:
+            raise ValueError("max_candidates, cell_budget and sample_block must be positive")
         if recency_half_life <= 0:
             raise ValueError(f"recency_half_life must be > 0, got {recency_half_life}")
         self.window = window
@@ -44,6 +45,7 @@ class ScoredRecommender(Recommender):
         self.recency_half_life = float(recency_half_life)
         self.max_candidates = int(max_candidates)
         self.cell_budget = int(cell_budget)
+        self.sample_block = int(sample_block)
 
     # ---- what subclasses implement -----------------------------------------------------------
     def score(self, request: FeedRequest, viewers: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -82,25 +84,26 @@ class ScoredRecommender(Recommender):
         newest_first = pool[::-1]
         sampled = len(viewers) * len(pool) > self.cell_budget and len(pool) > self.max_candidates
         width = self.max_candidates if sampled else len(pool)
-        chunk = max(1, self.cell_budget // width)
+        block = self.sample_block if sampled else max(1, self.cell_budget // width)
         authors = request.content.column("author")
-        for start in range(0, len(viewers), chunk):
-            v = viewers[start:start + chunk]
-            if sampled:
-                cand = pool[rng.integers(len(pool), size=(len(v), width))]
+        for start in range(0, len(viewers), block):
+            v = viewers[start:start + block]
+            if sampled:   # one uniform draw per block, newest first so ties favour newer items
+                shared = np.sort(pool[rng.choice(len(pool), width, replace=False)])[::-1]
             else:
-                cand = np.broadcast_to(newest_first, (len(v), width))
+                shared = newest_first
+            cand = np.broadcast_to(shared, (len(v), width))
             extra = self.extra_candidates(request, pool, v)
-            repeats_possible = sampled
+            repeats_possible = False
             if extra is not None and extra.shape[1]:
                 cand = np.concatenate([np.asarray(extra, np.int64), cand], axis=1)
                 repeats_possible = True
             present = cand >= 0
-            safe = np.where(present, cand, pool[0])
+            safe = np.where(present, cand, pool[0]) if repeats_possible else cand
             scores = self.total_score(request, v, safe)
-            drop = ~present | (authors[safe] == v[:, None])
+            drop = authors[safe] == v[:, None]
             if repeats_possible:
-                drop |= _repeats(cand)
+                drop |= ~present | _repeats(cand)
             scores[drop] = -np.inf
             out[start:start + len(v)] = _top_k(scores, cand, k)
         return out
