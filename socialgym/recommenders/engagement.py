@@ -129,17 +129,27 @@ class Social(ScoredRecommender):
         self.in_weight = float(in_weight)
         self.max_social_candidates = int(max_social_candidates)
 
+    def _matrices(self, request):
+        """W and its transpose as CSR, built once per recommend call (cached by round/phase)."""
+        key = (request.round, request.phase, id(request.content))
+        if getattr(self, "_cache_key", None) != key:
+            W = request.ties().tocsr()
+            W.sort_indices()
+            WT = W.T.tocsr()
+            WT.sort_indices()
+            self._cache_key, self._cache = key, (W, WT)
+        return self._cache
+
     def score(self, request, viewers, cand):
-        author = request.content.column("author")[cand].astype(np.int64)
-        rows = np.broadcast_to(viewers[:, None], cand.shape).astype(np.int64)
-        lookup = request.tie_lookup or _matrix_lookup(request)
-        out = lookup(rows.ravel(), author.ravel())
+        W, WT = self._matrices(request)
+        author = request.content.column("author")[cand]
+        out = _rows_lookup(W, viewers, author)                    # W[viewer, author]
         if self.in_weight:
-            out = out + self.in_weight * lookup(author.ravel(), rows.ravel())
-        return out.reshape(cand.shape)
+            out = out + self.in_weight * _rows_lookup(WT, viewers, author)   # W[author, viewer]
+        return out
 
     def extra_candidates(self, request, pool, viewers):
-        W = request.ties().tocsr()
+        W, _ = self._matrices(request)
         authors = request.content.column("author")[pool].astype(np.int64)
         by_author = np.argsort(authors, kind="stable")
         starts = np.searchsorted(authors[by_author], np.arange(request.n_agents + 1))
@@ -168,9 +178,14 @@ class Social(ScoredRecommender):
         return out
 
 
-def _matrix_lookup(request: FeedRequest):
-    W = request.ties().tocsr()
-
-    def lookup(src, dst):
-        return np.asarray(W[src, dst]).ravel()
-    return lookup
+def _rows_lookup(M, viewers: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """M[viewers[i], cols[i, j]] for a (len(viewers), C) array of columns, searching only the
+    viewers' rows of the CSR matrix (a few hundred entries for a block)."""
+    sub = M[viewers]
+    n = M.shape[1]
+    keys = np.repeat(np.arange(len(viewers), dtype=np.int64), np.diff(sub.indptr)) * n + sub.indices
+    if len(keys) == 0:
+        return np.zeros(cols.shape)
+    probe = np.arange(len(viewers), dtype=np.int64)[:, None] * n + cols
+    pos = np.minimum(np.searchsorted(keys, probe), len(keys) - 1)
+    return np.where(keys[pos] == probe, sub.data[pos], 0.0)

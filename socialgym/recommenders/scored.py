@@ -86,6 +86,7 @@ class ScoredRecommender(Recommender):
         width = self.max_candidates if sampled else len(pool)
         block = self.sample_block if sampled else max(1, self.cell_budget // width)
         authors = request.content.column("author")
+        extra_all = self.extra_candidates(request, pool, viewers)   # once: it may build the tie matrix
         for start in range(0, len(viewers), block):
             v = viewers[start:start + block]
             if sampled:   # one uniform draw per block, newest first so ties favour newer items
@@ -93,7 +94,7 @@ class ScoredRecommender(Recommender):
             else:
                 shared = newest_first
             cand = np.broadcast_to(shared, (len(v), width))
-            extra = self.extra_candidates(request, pool, v)
+            extra = None if extra_all is None else extra_all[start:start + block]
             repeats_possible = False
             if extra is not None and extra.shape[1]:
                 cand = np.concatenate([np.asarray(extra, np.int64), cand], axis=1)

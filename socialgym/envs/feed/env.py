@@ -681,7 +681,8 @@ class FeedEnv(ParallelEnv):
 
     def _tie_lookup(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         src = np.asarray(src, np.int64)
-        return self.ties.weights.lookup(src * self.config.n_agents + np.asarray(dst, np.int64))
+        rows = (int(src.min()), int(src.max()) + 1) if src.size else None   # search only those rows
+        return self.ties.weights.lookup(src * self.config.n_agents + np.asarray(dst, np.int64), src_range=rows)
 
     # ---------------------------------------------------------------- public accessors
     def tie_matrix(self) -> sp.csr_matrix:
