@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench cocoon clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: install
 ## bench: env seconds per round and peak memory at 1k, 10k, 100k agents
 bench: install
 	$(BIN)/python benchmarks/bench_env.py
+
+## cocoon: the information-cocoon experiment (plots and results.json in runs/cocoon)
+cocoon: install
+	$(BIN)/python -m socialgym.baselines.cocoon --out runs/cocoon
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
