@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 import socialgym
 from socialgym.baselines import RandomPolicy, TopicUsers
-from socialgym.platform.actions import COM, POST, RoundBatch
+from socialgym.platform.actions import POST, RoundBatch
 from socialgym.platform.content import ContentStore
 from socialgym.recommenders import (
     REGISTRY, FeedRequest, Hybrid, Popularity, RandomReplacement, Social, StancePenalty,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender
+from socialgym.rowops import first_per_row, repeats_in_rows
 
 
 class Reranker(Recommender):
@@ -296,18 +297,9 @@ def _random_fill(request: FeedRequest, rng: np.random.Generator, kept: np.ndarra
     draws = pool[rng.integers(len(pool), size=(len(viewers), 3 * n + 8))]
     bad = authors[draws] == viewers[:, None]
     bad |= (draws[:, :, None] == kept[:, None, :]).any(axis=2)
-    order = np.argsort(draws, axis=1, kind="stable")
-    srt = np.take_along_axis(draws, order, axis=1)
-    dup_sorted = np.zeros(draws.shape, bool)
-    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
-    dup = np.zeros(draws.shape, bool)
-    np.put_along_axis(dup, order, dup_sorted, axis=1)
-    ok = ~bad & ~dup
-    position = np.cumsum(ok, axis=1) - 1
-    take = ok & (position < n)
+    rows, cols, pos = first_per_row(~bad & ~repeats_in_rows(draws), n)
     out = np.full((len(viewers), n), EMPTY, dtype=np.int64)
-    rows, cols = np.nonzero(take)
-    out[rows, position[rows, cols]] = draws[rows, cols]
+    out[rows, pos] = draws[rows, cols]
     for row in np.flatnonzero((out >= 0).sum(axis=1) < n):   # rare: small pools
         allowed = pool[(authors[pool] != viewers[row]) & ~np.isin(pool, kept[row])]
         chosen = rng.choice(allowed, size=min(n, len(allowed)), replace=False) if len(allowed) else []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender
+from socialgym.rowops import repeats_in_rows
 
 
 class ScoredRecommender(Recommender):
@@ -104,21 +105,10 @@ class ScoredRecommender(Recommender):
             scores = self.total_score(request, v, safe)
             drop = authors[safe] == v[:, None]
             if repeats_possible:
-                drop |= ~present | _repeats(cand)
+                drop |= ~present | repeats_in_rows(cand)
             scores[drop] = -np.inf
             out[start:start + len(v)] = _top_k(scores, cand, k)
         return out
-
-
-def _repeats(cand: np.ndarray) -> np.ndarray:
-    """True at every occurrence of an id after its first in the row (left to right)."""
-    order = np.argsort(cand, axis=1, kind="stable")
-    srt = np.take_along_axis(cand, order, axis=1)
-    dup_sorted = np.zeros(cand.shape, bool)
-    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
-    dup = np.zeros(cand.shape, bool)
-    np.put_along_axis(dup, order, dup_sorted, axis=1)
-    return dup
 
 
 def _top_k(scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender, top_k_excluding_own
+from socialgym.rowops import first_per_row, repeats_in_rows
 
 # Above this many (viewer, candidate) cells the random recommender samples by rejection
 # instead of drawing a random key for every cell.
@@ -37,17 +38,9 @@ class RandomFeed(Recommender):
         # Rejection sampling: draw 2k positions per viewer, drop own items and repeats.
         draws = rng.integers(0, len(pool), size=(len(viewers), 2 * k))
         own = pool_authors[draws] == viewers[:, None]
-        order = np.argsort(draws, axis=1, kind="stable")
-        sorted_draws = np.take_along_axis(draws, order, axis=1)
-        repeat_sorted = np.zeros_like(own)
-        repeat_sorted[:, 1:] = sorted_draws[:, 1:] == sorted_draws[:, :-1]
-        repeat = np.zeros_like(own)
-        np.put_along_axis(repeat, order, repeat_sorted, axis=1)
-        keep = ~own & ~repeat
-        position = np.cumsum(keep, axis=1) - 1
-        take = keep & (position < k)
-        rows, cols = np.nonzero(take)
-        out[rows, position[rows, cols]] = pool[draws[rows, cols]]
+        keep = ~own & ~repeats_in_rows(draws)
+        rows, cols, pos = first_per_row(keep, k)
+        out[rows, pos] = pool[draws[rows, cols]]
         short = np.flatnonzero(keep.sum(axis=1) < k)
         if len(short):  # rare: redo exactly for those viewers
             _dense_sample(viewers[short], pool, pool_authors, k, rng, out, rows=short)

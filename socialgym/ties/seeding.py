@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from socialgym.rowops import first_per_row, repeats_in_rows
+
 
 def main_interests(interests: Any, n_agents: int) -> np.ndarray:
     """Integer interest label per agent from an (n, K) preference matrix (its argmax) or from
@@ -40,18 +42,9 @@ def different_interest_ties(interests: Any, m: int, rng: np.random.Generator) ->
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     draws = rng.integers(0, n, size=(n, 4 * m + 8))
     ok = labels[draws] != labels[:, None]
-    order = np.argsort(draws, axis=1, kind="stable")
-    srt = np.take_along_axis(draws, order, axis=1)
-    dup_sorted = np.zeros(draws.shape, bool)
-    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
-    dup = np.zeros(draws.shape, bool)
-    np.put_along_axis(dup, order, dup_sorted, axis=1)
-    ok &= ~dup
-    position = np.cumsum(ok, axis=1) - 1
-    take = ok & (position < m)
-    src, col = np.nonzero(take)
+    src, col, _ = first_per_row(ok & ~repeats_in_rows(draws), m)
     dst = draws[src, col]
-    short = np.flatnonzero(take.sum(axis=1) < m)
+    short = np.flatnonzero(np.bincount(src, minlength=n) < m)
     if len(short):   # rare: few differently-minded agents; choose exactly among all of them
         extra_src, extra_dst = [], []
         for v in short.tolist():

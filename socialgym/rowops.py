@@ -1,0 +1,23 @@
+"""Small row-wise array operations shared by samplers (recommenders, tie seeding)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def repeats_in_rows(values: np.ndarray) -> np.ndarray:
+    """True at every occurrence of a value after its first in the same row (left to right)."""
+    order = np.argsort(values, axis=1, kind="stable")
+    srt = np.take_along_axis(values, order, axis=1)
+    dup_sorted = np.zeros(values.shape, bool)
+    dup_sorted[:, 1:] = srt[:, 1:] == srt[:, :-1]
+    dup = np.zeros(values.shape, bool)
+    np.put_along_axis(dup, order, dup_sorted, axis=1)
+    return dup
+
+
+def first_per_row(ok: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first ``m`` True cells of each row: (rows, cols, position 0..m-1 within the row)."""
+    position = np.cumsum(ok, axis=1) - 1
+    rows, cols = np.nonzero(ok & (position < m))
+    return rows, cols, position[rows, cols]
