@@ -129,6 +129,9 @@ class Social(ScoredRecommender):
         self.in_weight = float(in_weight)
         self.max_social_candidates = int(max_social_candidates)
 
+    def reset(self) -> None:
+        self._cache_key = self._cache = None
+
     def _matrices(self, request):
         """W and its transpose as CSR, built once per recommend call (cached by round/phase)."""
         key = (request.round, request.phase, id(request.content))

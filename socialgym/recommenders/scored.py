@@ -17,6 +17,8 @@ own items and repeats, and the top-k selection — and keeps it vectorised and m
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender
@@ -49,9 +51,9 @@ class ScoredRecommender(Recommender):
         self.sample_block = int(sample_block)
 
     # ---- what subclasses implement -----------------------------------------------------------
+    @abstractmethod
     def score(self, request: FeedRequest, viewers: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """(len(viewers), C) scores of candidate ids ``cand`` (never -1 here; higher = better)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement score()")
 
     def extra_candidates(self, request: FeedRequest, pool: np.ndarray, viewers: np.ndarray) -> np.ndarray | None:
         """Optional (len(viewers), E) ids, -1 padded, added to the sampled candidates."""
