@@ -409,8 +409,8 @@ class TopicUsers:
         names = view.topic_names
         target = np.take_along_axis(view.ids, np.maximum(slot, 0), axis=1) if view.ids.shape[1] else slot
         out = []
-        for k_row, s_row, t_row, tone_row, id_row in zip(kind.tolist(), slot.tolist(), topic.tolist(),
-                                                         tone.tolist(), target.tolist()):
+        for k_row, t_row, tone_row, id_row in zip(kind.tolist(), topic.tolist(), tone.tolist(),
+                                                  target.tolist()):
             actions = []
             for k, t, tn, cid in zip(k_row, t_row, tone_row, id_row):
                 if k == POST:
