@@ -161,6 +161,11 @@ class FeedConfig:
         if isinstance(self.sentiment, str) and self.sentiment not in ("vader", "tone"):
             raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {self.sentiment!r}")
         self.lambda_matrix()  # raises on malformed lambdas
+        ts = self.tie_scorer
+        if not (ts is None or ts == "logistic" or (isinstance(ts, Mapping) and ts.get("kind") in ("logistic", "llm"))
+                or callable(getattr(ts, "score", None))):
+            raise ValueError("tie_scorer must be None/'logistic' (G_theta), {'kind': 'llm', <LLMClient "
+                             f"arguments>}} or an object with score(signals, env); got {ts!r}")
         if not isinstance(self.recommender_kwargs, Mapping):
             raise TypeError("recommender_kwargs must be a mapping of parameter names to values")
         _int_at_least("soc_strategy", self.soc_strategy, 0)

@@ -34,7 +34,7 @@ from socialgym.platform.topics import TopicVocabulary
 from socialgym.recommenders import EMPTY, FeedRequest, Reranker, apply_reranking, make_recommender
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
-from socialgym.ties import LogisticEvidence, TieDynamics, TieUpdate, different_interest_ties, main_interests
+from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_interest_ties, main_interests
 
 PHASES = ("act", "vote")
 _MISSING = object()
@@ -107,7 +107,7 @@ class FeedEnv(ParallelEnv):
         self._scorer = make_scorer(cfg.sentiment)
         self.recommender = apply_reranking(make_recommender(cfg.recommender, **cfg.recommender_kwargs),
                                            cfg.rerank)
-        self.tie_scorer = cfg.tie_scorer if cfg.tie_scorer is not None else LogisticEvidence(cfg.evidence_weights)
+        self.tie_scorer = make_tie_scorer(cfg.tie_scorer, cfg.evidence_weights)
         self._action_spaces: dict[str, spaces.Space] = {}
         self._observation_spaces: dict[str, spaces.Space] = {}
         self.rng: np.random.Generator | None = None
@@ -677,6 +677,36 @@ class FeedEnv(ParallelEnv):
                             "target_id": target[k] if target[k] >= 0 else None,
                             "mentions": [agents[m] for m in c.mentions_of(cid)],
                             "likes": likes[k], "dislikes": dislikes[k], "round": rnd[k]}
+        return out
+
+    def round_transcript(self) -> list[dict]:
+        """The round being closed (during its vote step) or the last closed round, as readable
+        entries: every action (``kind`` POST/COM/DM, ``sender``, ``recipient`` = RCPT, ``mentions``,
+        ``id``, ``target_id``, ``topic``, ``sentiment`` s(a), ``text``) and every non-zero vote (``kind``
+        VOTE, ``sender`` = voter, ``recipient`` = author, ``id`` = item, ``value``). For text-based
+        tie scorers and logs; a Python loop, so meant for LLM-sized populations."""
+        if self.phase == "vote" and self._pending is not None:
+            batch, texts = self._pending[0], self._pending[1]
+        elif self.last_round is not None:
+            batch, texts = self.last_round.batch, self.last_round.texts
+        else:
+            return []
+        names, topics = self.agents_all, self.vocab.names
+        mentions: dict[int, list[str]] = {}
+        for row, agent in zip(batch.mention_action.tolist(), batch.mention_agent.tolist()):
+            mentions.setdefault(row, []).append(names[agent])
+        sentiment = batch.sentiment.tolist()
+        out = []
+        for k, (snd, kind, rcp, tgt, top, cid) in enumerate(zip(
+                batch.sender.tolist(), batch.kind.tolist(), batch.recipient.tolist(), batch.target_id.tolist(),
+                batch.topic.tolist(), batch.content_id.tolist())):
+            out.append({"kind": ACTION_TYPES[kind], "sender": names[snd], "recipient": names[rcp] if rcp >= 0 else None,
+                        "mentions": mentions.get(k, []), "id": cid, "target_id": tgt if tgt >= 0 else None,
+                        "topic": topics[top], "sentiment": sentiment[k], "text": texts[k] or ""})
+        for voter, item, author, value in zip(batch.vote_voter.tolist(), batch.vote_item.tolist(),
+                                              batch.vote_author.tolist(), batch.vote_value.tolist()):
+            out.append({"kind": "VOTE", "sender": names[voter], "recipient": names[author], "id": item,
+                        "value": value})
         return out
 
     def _tie_lookup(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

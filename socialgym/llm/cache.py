@@ -1,0 +1,64 @@
+"""On-disk response cache: a run with the cache on can be replayed exactly, with no server.
+
+The key hashes the model, the messages, the sampling parameters, the schema and an occurrence
+number (the n-th identical request of this client gets the n-th stored reply), so that even
+identical prompts sent twice replay the replies they got the first time. The API key and the
+server address are never part of the key or of the stored data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def request_key(payload: dict[str, Any], occurrence: int) -> str:
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(f"{blob}#{occurrence}".encode()).hexdigest()
+
+
+class ResponseCache:
+    """SQLite file of ``key -> (reply, prompt_tokens, completion_tokens)``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.is_dir():
+            self.path = self.path / "responses.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, reply TEXT NOT NULL, "
+                         "prompt_tokens INTEGER, completion_tokens INTEGER)")
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> tuple[str, int, int] | None:
+        with self._lock:
+            row = self._db.execute("SELECT reply, prompt_tokens, completion_tokens FROM responses "
+                                   "WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            return row[0], int(row[1] or 0), int(row[2] or 0)
+
+    def put(self, key: str, reply: str, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                             (key, reply, prompt_tokens, completion_tokens))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.path)!r})"

@@ -1,0 +1,372 @@
+"""``LLMClient``: an OpenAI-compatible chat client for agent populations.
+
+Over the official ``openai`` async client, for any OpenAI-compatible server (OpenAI, vLLM,
+llama.cpp, Ollama):
+
+- bounded concurrency (one semaphore around every HTTP request);
+- retries with exponential backoff on 429, 5xx, timeouts and connection errors (the openai
+  client's own retries are off, so every attempt is counted);
+- structured output: a JSON schema goes with every request that expects JSON, in the form the
+  server takes. ``structured="auto"`` tries ``json_schema`` (OpenAI, vLLM, llama.cpp's server)
+  on the first request, and if the server rejects that form, ``json_object`` with a ``schema``
+  (llama-cpp-python's server), and then the schema in the prompt only;
+- validation of every JSON reply, re-prompting with the error up to ``max_repairs`` times;
+- an optional on-disk response cache that replays a run exactly;
+- request and token accounting per agent, round and purpose (``client.usage``).
+
+The API key comes from ``api_key=`` or ``OPENAI_API_KEY``. It is held only by the openai
+client object and never appears in ``repr``, ``config()``, the cache, logs or errors.
+
+All requests run on one event loop in a background thread, so the synchronous policy API
+(``policy.act``) works from plain scripts and from notebooks that already run a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Sequence
+from urllib.parse import urlparse
+
+from socialgym.llm.cache import ResponseCache, request_key
+from socialgym.llm.prompts import REPAIR
+from socialgym.llm.schemas import Checked, parse_json
+from socialgym.llm.usage import Call, Usage
+
+STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
+_FORMAT_HINTS = ("response_format", "json_schema", "json_object", "input should be", "schema")
+
+
+class LLMError(RuntimeError):
+    """A request failed for good (after retries, or with a non-retryable status)."""
+
+
+@dataclass
+class JSONReply:
+    """The outcome of a JSON request: the last validated value (maybe partial) and any error."""
+
+    checked: Checked | None
+    raw: str | None
+    repairs: int
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.checked is not None and self.checked.ok
+
+
+def _is_loopback(url: str | None) -> bool:
+    host = urlparse(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="socialgym-llm", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Awaitable) -> Any:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("LLMClient.run() called from its own event loop; await the coroutine instead")
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except BaseException:          # Ctrl-C in the caller: stop the work in the loop too
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+class LLMClient:
+    """See the module docstring. ``cache`` is a path (file or directory) or a ``ResponseCache``."""
+
+    def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None, *,
+                 max_concurrency: int = 16, timeout: float = 60.0, max_retries: int = 3,
+                 temperature: float = 0.7, max_tokens: int = 512, cache: str | os.PathLike | ResponseCache | None = None,
+                 structured: str = "auto", max_repairs: int = 3, seed: int | None = None,
+                 backoff: float = 0.5, max_backoff: float = 8.0, strict_schema: bool = True,
+                 extra_body: dict | None = None) -> None:
+        if not model or not isinstance(model, str):
+            raise ValueError("model must be a non-empty string (the server's model name)")
+        if structured not in STRUCTURED_MODES:
+            raise ValueError(f"structured must be one of {STRUCTURED_MODES}, got {structured!r}")
+        for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_retries", max_retries, 0),
+                                 ("max_repairs", max_repairs, 0), ("max_tokens", max_tokens, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        for name, value in (("timeout", timeout), ("backoff", backoff), ("max_backoff", max_backoff)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if not _is_loopback(self.base_url):
+                raise ValueError("no API key: pass api_key= or set OPENAI_API_KEY "
+                                 f"(only loopback servers may go without one; base_url is {self.base_url})")
+            key = "no-key-required"
+        self.__api_key = key           # name-mangled and never printed; handed to the openai client only
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.temperature = float(temperature)
+        self.max_tokens = max_tokens
+        self.structured = structured
+        self.max_repairs = max_repairs
+        self.seed = seed
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.strict_schema = strict_schema
+        self.extra_body = dict(extra_body or {})
+        self.cache = cache if isinstance(cache, ResponseCache) or cache is None else ResponseCache(cache)
+        self.usage = Usage()
+        self.mode: str | None = None if structured == "auto" else structured
+        self.format_rejections: list[str] = []    # what the server said when it refused a format
+        self._occurrences: dict[str, int] = {}
+        self._jitter = random.Random(0)            # only spreads retry timing; never touches results
+        self._loop: _LoopThread | None = None
+        self._api = None
+        self._sem: asyncio.Semaphore | None = None
+        self._detect: asyncio.Lock | None = None
+        self._in_flight = 0
+        self.peak_in_flight = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    def config(self) -> dict:
+        """The client's settings, safe to log (no key)."""
+        return {"base_url": self.base_url, "model": self.model, "max_concurrency": self.max_concurrency,
+                "timeout": self.timeout, "max_retries": self.max_retries, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "structured": self.structured, "mode": self.mode,
+                "max_repairs": self.max_repairs, "seed": self.seed,
+                "cache": str(self.cache.path) if self.cache is not None else None}
+
+    def __repr__(self) -> str:
+        return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, structured={self.mode or self.structured!r})"
+
+    def run(self, coro: Awaitable) -> Any:
+        """Run a coroutine on the client's loop and wait for it (the sync bridge)."""
+        if self._loop is None:
+            self._loop = _LoopThread()
+        return self._loop.run(coro)
+
+    def close(self) -> None:
+        if self._loop is not None:
+            if self._api is not None:
+                try:
+                    self._loop.run(self._api.close())
+                except Exception:   # closing a broken connection pool must not hide the real error
+                    pass
+            self._loop.stop()
+            self._loop = None
+            self._api = None
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> "LLMClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _ensure(self) -> None:
+        if self._api is None:
+            import openai   # imported lazily: the core package does not need it
+
+            self._api = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.__api_key,
+                                           timeout=self.timeout, max_retries=0)
+            self._sem = asyncio.Semaphore(self.max_concurrency)
+            self._detect = asyncio.Lock()
+
+    # ------------------------------------------------------------------ requests
+    async def chat(self, messages: Sequence[dict], *, schema: dict | None = None, name: str = "reply",
+                   agent: str | None = None, round: int | None = None, purpose: str = "chat",
+                   max_tokens: int | None = None) -> str:
+        """One logical request (cache, then HTTP with retries); returns the reply text."""
+        max_tokens = max_tokens or self.max_tokens
+        payload = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
+                   "max_tokens": max_tokens, "seed": self.seed, "schema": schema}
+        key = None
+        if self.cache is not None:
+            base = request_key(payload, 0)
+            n = self._occurrences.get(base, 0)
+            self._occurrences[base] = n + 1
+            key = request_key(payload, n)
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.usage.record(Call(agent, round, purpose, hit[1], hit[2], 0.0, True, 0, True))
+                return hit[0]
+        self._ensure()
+        start = time.perf_counter()
+        try:
+            text, pt, ct, attempts = await self._structured_request(messages, schema, name, max_tokens)
+        except LLMError as err:
+            attempts = getattr(err, "attempts", 1)
+            self.usage.record(Call(agent, round, purpose, 0, 0, time.perf_counter() - start, False,
+                                   attempts, False, str(err)))
+            raise
+        self.usage.record(Call(agent, round, purpose, pt, ct, time.perf_counter() - start, False, attempts, True))
+        if key is not None:
+            self.cache.put(key, text, pt, ct)
+        return text
+
+    async def complete_json(self, messages: Sequence[dict], schema: dict, check: Callable[[Any], Checked], *,
+                            name: str = "reply", agent: str | None = None, round: int | None = None,
+                            purpose: str = "json", max_tokens: int | None = None,
+                            repair: str = REPAIR) -> JSONReply:
+        """Ask for JSON matching ``schema``; validate with ``check``; re-prompt with the error."""
+        messages = list(messages)
+        best: Checked | None = None
+        raw = None
+        for attempt in range(self.max_repairs + 1):
+            try:
+                raw = await self.chat(messages, schema=schema, name=name, agent=agent, round=round,
+                                      purpose=purpose, max_tokens=max_tokens)
+            except LLMError as err:
+                return JSONReply(best, None, attempt, f"request failed: {err}")
+            try:
+                checked = check(parse_json(raw))
+            except ValueError as err:
+                checked = Checked(None, [str(err)])
+            if checked.ok:
+                return JSONReply(checked, raw, attempt)
+            if checked.value is not None:
+                best = checked
+            if attempt == self.max_repairs:
+                error = "; ".join(checked.errors)
+                return JSONReply(best, raw, attempt,
+                                 f"invalid after {self.max_repairs} re-prompts: {error}")
+            self.usage.record_repair()
+            messages += [{"role": "assistant", "content": raw},
+                         {"role": "user", "content": repair.format(error="; ".join(checked.errors))}]
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ internals
+    async def _structured_request(self, messages, schema, name, max_tokens):
+        if schema is None or self.mode is not None:
+            mode = self.mode or "prompt"
+            try:
+                return await self._with_retries(messages, schema, name, max_tokens, mode)
+            except _FormatRejected as rejected:
+                raise _failed(f"the server rejected response_format {mode!r}: {rejected}", 1) from None
+        async with self._detect:          # the first structured request finds the server's format
+            if self.mode is not None:
+                return await self._with_retries(messages, schema, name, max_tokens, self.mode)
+            for mode in ("json_schema", "json_object", "prompt"):
+                try:
+                    result = await self._with_retries(messages, schema, name, max_tokens, mode)
+                except _FormatRejected as rejected:
+                    self.format_rejections.append(f"{mode}: {rejected}")
+                    continue
+                self.mode = mode
+                return result
+            raise LLMError("the server rejected every structured-output form")  # "prompt" cannot be rejected
+
+    async def _with_retries(self, messages, schema, name, max_tokens, mode):
+        import openai
+
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                text, pt, ct = await self._post(messages, schema, name, max_tokens, mode)
+                return text, pt, ct, attempts
+            except openai.APIStatusError as err:
+                detail = _describe(err)
+                if mode != "prompt" and schema is not None and _format_rejected(err):
+                    raise _FormatRejected(detail) from None
+                retryable = err.status_code in (408, 409, 429) or err.status_code >= 500
+                if not retryable or attempts > self.max_retries:
+                    raise _failed(f"{detail} (after {attempts} attempt(s))", attempts) from None
+                delay = _retry_after(err)
+            except (openai.APITimeoutError, openai.APIConnectionError) as err:
+                if attempts > self.max_retries:
+                    raise _failed(f"{type(err).__name__}: {err} (after {attempts} attempt(s))", attempts) from None
+                delay = None
+            if delay is None:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempts - 1))
+                delay *= 0.5 + self._jitter.random()
+            await asyncio.sleep(delay)
+
+    async def _post(self, messages, schema, name, max_tokens, mode):
+        kwargs: dict = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
+                        "max_tokens": max_tokens}
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        if schema is not None and mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": name, "schema": schema, "strict": self.strict_schema}}
+        elif schema is not None and mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:        # "prompt": the server takes no schema, so the model reads it
+            last = dict(kwargs["messages"][-1])
+            last["content"] = f"{last['content']}\nYour JSON must match this schema: {json.dumps(schema)}"
+            kwargs["messages"][-1] = last
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        async with self._sem:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+            try:
+                response = await self._api.chat.completions.create(**kwargs)
+            finally:
+                self._in_flight -= 1
+        if not response.choices:
+            raise _failed("the server returned no choices", 1)
+        text = response.choices[0].message.content or ""
+        usage = response.usage
+        return text, int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+class _FormatRejected(Exception):
+    pass
+
+
+def _failed(message: str, attempts: int) -> LLMError:
+    err = LLMError(message)
+    err.attempts = attempts
+    return err
+
+
+def _describe(err) -> str:
+    body = err.body
+    if isinstance(body, dict):
+        body = body.get("error", body)
+        if isinstance(body, dict):
+            body = body.get("message", body)
+    text = str(body if body is not None else err.message)
+    return f"HTTP {err.status_code}: {text[:300]}"
+
+
+def _format_rejected(err) -> bool:
+    if err.status_code not in (400, 422, 500):
+        return False
+    text = _describe(err).lower()
+    return any(hint in text for hint in _FORMAT_HINTS)
+
+
+def _retry_after(err) -> float | None:
+    try:
+        value = err.response.headers.get("retry-after")
+        return min(30.0, float(value)) if value is not None else None
+    except (AttributeError, ValueError):
+        return None

