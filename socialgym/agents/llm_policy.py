@@ -45,7 +45,8 @@ class LLMPolicy:
                  coach: Coach | None = None, *, coached: bool | Iterable[str] | Callable[[str], bool] = True,
                  prompts: PromptSet | None = None, execute: str = "joint", max_users: int = 8,
                  max_posts: int = 6, max_dms: int = 3, max_vote_items: int = 8, max_topics: int = 10,
-                 item_chars: int = 100, memory: Mapping[str, int] | None = None, seed: int = 0,
+                 item_chars: int = 100, text_chars: int = 280, new_topics: bool = True,
+                 memory: Mapping[str, int] | None = None, seed: int = 0,
                  plan_tokens: int | None = None, vote_tokens: int | None = None) -> None:
         if execute not in ("joint", "separate"):
             raise ValueError(f"execute must be 'joint' or 'separate', got {execute!r}")
@@ -60,6 +61,7 @@ class LLMPolicy:
         self.execute = execute
         self.max_users, self.max_posts, self.max_dms = max_users, max_posts, max_dms
         self.max_vote_items, self.max_topics, self.item_chars = max_vote_items, max_topics, item_chars
+        self.text_chars, self.new_topics = text_chars, new_topics
         self.memory_kwargs = dict(memory or {})
         self.seed = seed
         self.plan_tokens, self.vote_tokens = plan_tokens, vote_tokens
@@ -158,7 +160,7 @@ class LLMPolicy:
         last = obs["last_rewards"]
         last_line = ("none yet" if obs["round"] == 1 else
                      ", ".join(f"{c} {last[c]:.2f}" for c in REWARD_NAMES) + f", total {last['total']:.2f}")
-        topics = list(dict.fromkeys([*p.interests, *(it["topic"] for it in obs["feed"]), *obs["topics"]]))
+        topics = self._topics(agent, obs)
         dms = "\n".join(f"- DM id {d['id']} from {d['author']} [{d['topic']}]: {_clip(d['text'], self.item_chars)}"
                         for d in obs["dms"][:self.max_dms]) or "- none"
         posts = "\n".join(f"- id {it['id']} by {it['author']} [{it['topic']}] ({it['likes']} likes): "
@@ -166,10 +168,15 @@ class LLMPolicy:
         user = pr.render(
             "plan_user", round=obs["round"], best=mem.best_line(), last_rewards=last_line,
             tip=("Coach tips: " + " ".join(tip) + "\n") if tip else "", memory=mem.prompt_block(),
-            users=", ".join(ctx.users) or "none", topics=", ".join(topics[:self.max_topics]),
+            users=", ".join(ctx.users) or "none", topics=", ".join(topics),
             dms=dms, posts=posts, n_actions=ctx.n_actions,
             round_rule=" Round 1: every action must be a POST." if ctx.post_only else "")
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _topics(self, agent: str, obs: dict) -> list[str]:
+        """Topics offered in the prompt: the persona's interests, the feed's, then the vocabulary."""
+        interests = self.personas[agent].interests
+        return list(dict.fromkeys([*interests, *(it["topic"] for it in obs["feed"]), *obs["topics"]]))[:self.max_topics]
 
     async def _plan(self, agent: str, obs: dict) -> dict:
         mem = self.memories[agent]
@@ -178,7 +185,8 @@ class LLMPolicy:
         ctx = PlanContext(agent=agent, round=obs["round"], n_actions=obs["n_actions"], users=tuple(users),
                           posts=tuple(it["id"] for it in obs["feed"][:self.max_posts]),
                           dms=tuple((d["id"], d["author"]) for d in obs["dms"][:self.max_dms]),
-                          with_text=self.execute == "joint")
+                          with_text=self.execute == "joint", text_max=self.text_chars,
+                          topics=None if self.new_topics else tuple(self._topics(agent, obs)))
         tip = None
         if self.is_coached(agent) and obs["round"] > 1:
             reply = await self.coach.tips(obs, mem, users)
@@ -187,7 +195,8 @@ class LLMPolicy:
                 self.tips[agent] = tip
             else:
                 self._fallback(agent, obs["round"], "coach", None, reply.error, "no tip")
-        tokens = self.plan_tokens or (60 + 110 * ctx.n_actions if ctx.with_text else 40 + 50 * ctx.n_actions)
+        tokens = self.plan_tokens or (40 + (50 + self.text_chars // 2) * ctx.n_actions if ctx.with_text
+                                      else 40 + 50 * ctx.n_actions)
         reply = await self.client.complete_json(
             self._plan_messages(agent, obs, ctx, tip), plan_schema(ctx), lambda v: check_plan(v, ctx),
             name="plan", agent=agent, round=obs["round"], purpose="plan", max_tokens=tokens,
@@ -268,7 +277,8 @@ class LLMPolicy:
             return {"votes": {}}
         p, mem = self.personas[agent], self.memories[agent]
         lines = "\n".join(f"- {it['id']} {it['author']}: {_clip(it['text'], self.item_chars) or '(' + it['topic'] + ')'}"
-                          f" | {mem.relationship_line(it['author'])}" for it in items)
+                          + (f" | {mem.relationship_line(it['author'])}" if it["author"] in mem.relationships else "")
+                          for it in items)
         messages = [{"role": "system", "content": self.prompts.render(
                         "vote_system", name=p.name, role=p.role, personality=p.personality(), stance=p.stance)},
                     {"role": "user", "content": self.prompts.render(

@@ -11,6 +11,7 @@ model's own Big Five answers.
 from __future__ import annotations
 
 import csv
+import math
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -82,10 +83,10 @@ class Persona:
             raise ValueError(f"persona {self.name}: big_five keys must be {TRAITS} with values in 1..5; "
                              f"bad: {bad}")
         if self.lambdas is not None:
-            unknown = set(self.lambdas) - set(REWARD_NAMES)
             values = list(self.lambdas.values())
-            if unknown or any((not isinstance(v, (int, float))) or v < 0 for v in values) \
-                    or abs(sum(values) - 1) > 1e-6:
+            if set(self.lambdas) != set(REWARD_NAMES) \
+                    or any(not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for v in values) \
+                    or not abs(sum(values) - 1) <= 1e-6:
                 raise ValueError(f"persona {self.name}: lambdas must map {REWARD_NAMES} to non-negative "
                                  f"weights summing to 1, got {dict(self.lambdas)}")
         object.__setattr__(self, "interests", tuple(self.interests))
@@ -139,6 +140,8 @@ def generate_personas(n: int, seed: int = 0, *, topics: Sequence[str] = ("climat
     if lambdas not in ("role", "uniform"):
         raise ValueError(f"lambdas must be 'role' or 'uniform', got {lambdas!r}")
     roles = list(roles) if roles is not None else list(ROLES)
+    if not roles:
+        raise ValueError("roles must not be empty")
     unknown = [r for r in roles if r not in ROLES]
     if unknown:
         raise ValueError(f"unknown role(s) {unknown}; known: {sorted(ROLES)}")
@@ -188,7 +191,14 @@ def load_personas(path: str | Path) -> list[Persona]:
     raise ValueError(f"{path}: persona files must be .json or .csv")
 
 
+_CSV_COLUMNS = {"name", "role", "description", "stance", "style", "interests", *TRAITS,
+                *(f"lambda_{r}" for r in REWARD_NAMES)}
+
+
 def _csv_row(row: dict, where: str) -> dict:
+    unknown = sorted(k for k in row if k not in _CSV_COLUMNS)
+    if unknown:
+        raise ValueError(f"{where}: unknown column(s) {unknown}; known: {sorted(_CSV_COLUMNS)}")
     out: dict[str, Any] = {k: v for k, v in row.items() if k in {"name", "role", "description", "stance", "style"} and v}
     if row.get("interests"):
         out["interests"] = [t.strip() for t in row["interests"].split(";") if t.strip()]

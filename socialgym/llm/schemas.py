@@ -41,15 +41,15 @@ class Checked:
 
 def parse_json(reply: str) -> Any:
     """The JSON value in a reply; tolerates code fences and prose around one object."""
-    try:
-        return json.loads(reply)
+    try:       # strict=False: raw newlines inside strings, which grammar-constrained models emit
+        return json.loads(reply, strict=False)
     except (json.JSONDecodeError, TypeError):
         pass
     text = re.sub(r"```(?:json)?", "", reply or "")
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
         try:
-            return json.loads(text[start:end + 1])
+            return json.loads(text[start:end + 1], strict=False)
         except json.JSONDecodeError as err:
             raise ValueError(f"the reply is not valid JSON ({err.msg} at char {err.pos})") from None
     raise ValueError("the reply contains no JSON object")
@@ -80,6 +80,8 @@ class PlanContext:
     posts: tuple[int, ...]                 # commentable item ids listed in the prompt
     dms: tuple[tuple[int, str], ...]       # (DM id, author) the agent may reply to
     with_text: bool = True                 # plan and texts in one reply
+    text_max: int = TEXT_MAX               # characters per text
+    topics: tuple[str, ...] | None = None  # allowed topics; None = any short phrase (new topics)
 
     @property
     def post_only(self) -> bool:
@@ -87,9 +89,9 @@ class PlanContext:
 
 
 def plan_schema(ctx: PlanContext) -> dict:
-    text = {"text": {"type": "string", "maxLength": TEXT_MAX}} if ctx.with_text else {}
+    text = {"text": {"type": "string", "maxLength": ctx.text_max}} if ctx.with_text else {}
     tone = {"tone": _enum(list(TONES))}
-    topic = {"topic": {"type": "string", "pattern": TOPIC_PATTERN}}
+    topic = {"topic": _enum(list(ctx.topics)) if ctx.topics else {"type": "string", "pattern": TOPIC_PATTERN}}
     mention = {"mention": _enum(list(ctx.users), nullable=True)} if ctx.users else {"mention": {"type": "null"}}
     variants = [_obj({"type": _enum(["POST"]), **topic, **mention, **tone, **text})]
     if not ctx.post_only:
@@ -151,9 +153,11 @@ def _check_action(action: Any, ctx: PlanContext) -> dict:
         text = ""
     if not isinstance(text, str):
         raise ValueError(f"text must be a string, got {type(text).__name__}")
-    out["text"] = text[:TEXT_MAX]
+    out["text"] = text[:ctx.text_max]
     if kind in ("POST", "DM") or action.get("topic") is not None:
         out["topic"] = _topic(action.get("topic"))
+        if ctx.topics and out["topic"] not in ctx.topics:
+            raise ValueError(f"topic {out['topic']!r} is not one of {list(ctx.topics)}")
     if kind == "COM":
         target = action.get("target_id")
         if not _is_int(target) or target not in ctx.posts:
