@@ -269,17 +269,17 @@ class LLMClient:
             except _FormatRejected as rejected:
                 raise _failed(f"the server rejected response_format {mode!r}: {rejected}", 1) from None
         async with self._detect:          # the first structured request finds the server's format
-            if self.mode is not None:
-                return await self._with_retries(messages, schema, name, max_tokens, self.mode)
-            for mode in ("json_schema", "json_object", "prompt"):
-                try:
-                    result = await self._with_retries(messages, schema, name, max_tokens, mode)
-                except _FormatRejected as rejected:
-                    self.format_rejections.append(f"{mode}: {rejected}")
-                    continue
-                self.mode = mode
-                return result
-            raise LLMError("the server rejected every structured-output form")  # "prompt" cannot be rejected
+            if self.mode is None:
+                for mode in ("json_schema", "json_object", "prompt"):
+                    try:
+                        result = await self._with_retries(messages, schema, name, max_tokens, mode)
+                    except _FormatRejected as rejected:
+                        self.format_rejections.append(f"{mode}: {rejected}")
+                        continue
+                    self.mode = mode
+                    return result
+        # the mode was found while this request waited: send it outside the lock
+        return await self._structured_request(messages, schema, name, max_tokens)
 
     async def _with_retries(self, messages, schema, name, max_tokens, mode):
         import openai

@@ -41,18 +41,20 @@ class Checked:
 
 def parse_json(reply: str) -> Any:
     """The JSON value in a reply; tolerates code fences and prose around one object."""
+    if not isinstance(reply, str) or not reply.strip():
+        raise ValueError("the reply is empty")
     try:       # strict=False: raw newlines inside strings, which grammar-constrained models emit
         return json.loads(reply, strict=False)
-    except (json.JSONDecodeError, TypeError):
-        pass
-    text = re.sub(r"```(?:json)?", "", reply or "")
+    except json.JSONDecodeError as err:
+        first = err
+    text = re.sub(r"```(?:json)?", "", reply)
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
         try:
             return json.loads(text[start:end + 1], strict=False)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"the reply is not valid JSON ({err.msg} at char {err.pos})") from None
-    raise ValueError("the reply contains no JSON object")
+        except json.JSONDecodeError:
+            pass
+    raise ValueError(f"the reply is not valid JSON ({first.msg} at char {first.pos})")
 
 
 def _enum(values: Sequence, nullable: bool = False) -> dict:
