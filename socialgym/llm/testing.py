@@ -141,7 +141,10 @@ class FakeServer:
                 except (BrokenPipeError, ConnectionResetError):   # the client timed out and left
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256     # the default backlog of 5 drops bursts of new connections
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True, name="fake-llm")
         self._thread.start()
@@ -177,3 +180,42 @@ class FakeServer:
                      "choices": [{"index": 0, "finish_reason": "stop",
                                   "message": {"role": "assistant", "content": content}}],
                      "usage": usage}, reply.headers
+
+
+def _serve_forever(latency: float, seed: int, conn) -> None:
+    server = FakeServer(latency=latency, seed=seed)
+    server.start()
+    conn.send(server.base_url)
+    conn.recv()          # block until the parent says stop (or dies)
+    server.stop()
+
+
+class FakeServerProcess:
+    """A ``FakeServer`` (schema-valid random replies) in its own process, so that benchmarks do
+    not share the interpreter lock with the client they measure, as with a real server."""
+
+    def __init__(self, latency: float = 0.0, seed: int = 0) -> None:
+        self.latency, self.seed = latency, seed
+        self.base_url: str | None = None
+
+    def __enter__(self) -> "FakeServerProcess":
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve_forever, args=(self.latency, self.seed, child), daemon=True)
+        self._proc.start()
+        if not self._conn.poll(30):
+            self._proc.kill()
+            raise RuntimeError("the fake server process did not start")
+        self.base_url = self._conn.recv()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._conn.send("stop")
+        except (BrokenPipeError, OSError):
+            pass
+        self._proc.join(5)
+        if self._proc.is_alive():
+            self._proc.kill()

