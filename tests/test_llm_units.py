@@ -9,7 +9,6 @@ Mini-IPIP table (socialgym/agents/persona.py, MINI_IPIP), index -> trait, R = re
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -57,15 +57,15 @@ def run(args: DemoArgs) -> dict:
         with LLMClient(base_url, model, api_key=api_key, max_concurrency=args.max_concurrency,
                        temperature=0.7, seed=args.seed, cache=args.cache) as client:
             policy = LLMPolicy(client, personas, coach=Coach(client) if args.coach else None,
-                               text_chars=80, new_topics=False, max_users=4, max_posts=4, max_dms=2,
-                               max_vote_items=5, max_topics=6, item_chars=80,
+                               text_chars=60, new_topics=False, max_users=4, max_posts=4, max_dms=2,
+                               max_vote_items=4, max_topics=6, item_chars=60,
                                memory={"conversation_limit": 4, "opinion_limit": 2, "relationships_in_prompt": 3})
             scorer = None
             if args.tie_scorer == "llm":
                 from socialgym.ties.llm_scorer import LLMTieScorer
                 scorer = LLMTieScorer(client, personas=dict(zip([f"agent_{i}" for i in range(args.agents)], personas)))
             env = socialgym.parallel_env(n_agents=args.agents, max_rounds=args.rounds, n_actions=args.n_actions,
-                                         recommender="random", feed_size=4, vote_feed_size=5,
+                                         recommender="random", feed_size=4, vote_feed_size=4,
                                          lambdas=lambdas_matrix(personas), tie_scorer=scorer, seed=args.seed)
             obs, _ = env.reset(seed=args.seed)
             print(f"socialgym LLM demo: {args.agents} agents, {args.rounds} rounds, model {model} "
