@@ -57,7 +57,8 @@ class LLMPolicy:
         self.client = client
         self.prompts = prompts or (coach.prompts if coach is not None else PromptSet())
         self.coach = coach
-        self._coached = coached
+        # a one-shot iterable (e.g. a generator) is read once, here
+        self._coached = coached if isinstance(coached, bool) or callable(coached) else frozenset(coached)
         self.execute = execute
         self.max_users, self.max_posts, self.max_dms = max_users, max_posts, max_dms
         self.max_vote_items, self.max_topics, self.item_chars = max_vote_items, max_topics, item_chars
@@ -104,7 +105,7 @@ class LLMPolicy:
             return c
         if callable(c):
             return bool(c(agent))
-        return agent in set(c)
+        return agent in c
 
     # ------------------------------------------------------------------ personas
     def _assign(self, agents: list[str]) -> None:

@@ -1,5 +1,7 @@
 """Directed, weighted social ties (SPEC §4) and the tie-scorer seam."""
 
+from collections.abc import Mapping
+
 from socialgym.ties.dynamics import (
     LogisticEvidence, TieDynamics, TieScorer, TieSignals, TieUpdate,
 )
@@ -7,13 +9,12 @@ from socialgym.ties.pairs import PairTable
 from socialgym.ties.seeding import different_interest_ties, main_interests
 
 
-
 def make_tie_scorer(spec, evidence_weights):
     """``None``/``"logistic"`` -> ``G_theta``; ``{"kind": "llm", **client_kwargs}`` -> an
     ``LLMTieScorer`` over a new ``LLMClient``; any object with ``score`` is used as it is."""
     if spec is None or spec == "logistic":
         return LogisticEvidence(evidence_weights)
-    if isinstance(spec, dict):
+    if isinstance(spec, Mapping):
         spec = dict(spec)
         kind = spec.pop("kind")
         if kind == "logistic":
@@ -34,5 +35,5 @@ def __getattr__(name):       # LLMTieScorer loads the LLM layer only when asked 
     raise AttributeError(name)
 
 
-__all__ = ["make_tie_scorer", "LLMTieScorer", "TieDynamics", "TieScorer", "TieSignals", "TieUpdate", "LogisticEvidence", "PairTable",
-           "different_interest_ties", "main_interests"]
+__all__ = ["make_tie_scorer", "LLMTieScorer", "TieDynamics", "TieScorer", "TieSignals", "TieUpdate",
+           "LogisticEvidence", "PairTable", "different_interest_ties", "main_interests"]
