@@ -11,6 +11,9 @@ step. Round 1 is warm-up (client start, format detection); rounds 2-4 are timed.
 - the wave bound: the vote phase cannot start before every agent has acted, so each phase
   needs at least ``ceil(calls_in_phase / 64)`` latencies; this is the least any client can do.
 
+Client CPU per request: 2,000 requests, 64 in flight, zero latency; the official openai client
+(typed reply, dict reply) and raw aiohttp for reference.
+
 Embedded model: the ``socialgym.agents.demo`` configuration (6 agents x 4 rounds, SmolLM2-135M
 via llama.cpp on this machine), seconds and tokens per agent-round.
 """
@@ -67,6 +70,58 @@ def overhead(n_agents: int, rounds: int = 4) -> dict:
             "completion_tokens_per_agent_round": round(per["completion_tokens"], 1)}
 
 
+def client_cpu(n_requests: int = 2000) -> dict:
+    """Client CPU per request against a zero-latency fake server (64 in flight): what each wave
+    of 64 simultaneous replies costs the single event loop. The raw-aiohttp row is a reference
+    point only (LLMClient sits on the official openai client)."""
+    import asyncio
+
+    from openai.types.chat import ChatCompletion
+
+    from socialgym.llm.testing import FakeServerProcess
+
+    body = {"model": "fake", "temperature": 0.7, "max_tokens": 200,
+            "messages": [{"role": "system", "content": "x" * 2500}, {"role": "user", "content": "y" * 1200}],
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "r", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}}
+
+    async def timed(one) -> float:
+        sem = asyncio.Semaphore(SLOTS)
+
+        async def bounded():
+            async with sem:
+                return await one()
+        await bounded()                        # connect, warm up
+        c0 = time.process_time()
+        await asyncio.gather(*[bounded() for _ in range(n_requests)])
+        return (time.process_time() - c0) / n_requests * 1e3
+
+    async def via_openai(url: str, cast) -> float:
+        import openai
+
+        api = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0,
+                                 http_client=openai.DefaultAioHttpClient(timeout=30))
+        try:
+            return await timed(lambda: api.post("/chat/completions", body=body, cast_to=cast))
+        finally:
+            await api.close()
+
+    async def via_aiohttp(url: str) -> float:
+        import aiohttp
+
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            async def one():
+                async with session.post(url + "/chat/completions", data=json.dumps(body).encode(),
+                                        headers={"content-type": "application/json"}) as r:
+                    return json.loads(await r.read())
+            return await timed(one)
+
+    with FakeServerProcess(latency=0.0) as server:
+        return {"openai_typed_ms": round(asyncio.run(via_openai(server.base_url, ChatCompletion)), 3),
+                "openai_dict_ms": round(asyncio.run(via_openai(server.base_url, dict)), 3),
+                "raw_aiohttp_ms": round(asyncio.run(via_aiohttp(server.base_url)), 3)}
+
+
 def embedded() -> dict:
     from socialgym.agents.demo import DemoArgs, run
 
@@ -96,6 +151,8 @@ def main() -> None:
               f"{r['ratio_to_ideal']:>8.3f} {r['wave_bound_s']:>8.3f} {r['ratio_to_wave_bound']:>7.3f} "
               f"{r['calls_per_agent_round']:>8.2f} {r['prompt_tokens_per_agent_round']:>9.0f} "
               f"{r['completion_tokens_per_agent_round']:>8.0f}")
+    out["client_cpu_per_request"] = client_cpu()
+    print("client CPU per request (ms):", out["client_cpu_per_request"])
     if not args.skip_local:
         out["embedded"] = embedded()
         print(json.dumps(out["embedded"], indent=1))

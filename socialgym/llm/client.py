@@ -343,14 +343,15 @@ class LLMClient:
             try:
                 # the client's documented low-level post: our body is plain JSON already, and the
                 # typed create() would spend ~1 ms per request re-walking messages and schema
-                response = await self._api.post("/chat/completions", body=kwargs, cast_to=self._completion_type)
+                response = await self._api.post("/chat/completions", body=kwargs, cast_to=dict)
             finally:
                 self._in_flight -= 1
-        if not response.choices:
-            raise _failed("the server returned no choices", 1)
-        text = response.choices[0].message.content or ""
-        usage = response.usage
-        return text, int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            text = response["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise _failed(f"the server's reply has no choices[0].message: {str(response)[:200]}", 1) from None
+        usage = response.get("usage") or {}
+        return text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
 class _FormatRejected(Exception):

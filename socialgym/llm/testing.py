@@ -14,12 +14,12 @@ Real network code, real HTTP: the openai client cannot tell it from a real serve
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 _WORDS = ("great point", "I agree", "interesting", "not sure about this", "thanks for sharing",
@@ -71,7 +71,13 @@ def sample_schema(schema: dict, rng: random.Random) -> Any:
 
 
 class FakeServer:
-    """``responder(body, n) -> str | FakeReply | None`` (None: a schema-valid random reply)."""
+    """``responder(body, n) -> str | FakeReply | None`` (None: a schema-valid random reply).
+
+    One asyncio loop in a daemon thread speaks HTTP/1.1 with keep-alive; latency is an
+    ``asyncio.sleep``, so a thousand slow requests cost no threads and the server adds little
+    time of its own to what an overhead benchmark measures. The responder runs on that loop:
+    it must return quickly (script delays with ``FakeReply.delay``, never ``time.sleep``).
+    """
 
     def __init__(self, responder: Callable[[dict, int], Any] | None = None, *, latency: float = 0.0,
                  seed: int = 0, reject_json_schema: bool = False, model: str = "fake-model") -> None:
@@ -84,13 +90,14 @@ class FakeServer:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
+        self._address: tuple[str, int] | None = None
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
+        host, port = self._address
         return f"http://{host}:{port}/v1"
 
     def __enter__(self) -> "FakeServer":
@@ -101,61 +108,71 @@ class FakeServer:
         self.stop()
 
     def start(self) -> None:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:   # quiet
-                pass
-
-            def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    n = len(server.requests)
-                    server.requests.append(body)
-                    server.headers.append(dict(self.headers))
-                    server.in_flight += 1
-                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
-                try:
-                    status, payload, headers = server._answer(body, n)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-                self._send(status, payload, headers)
-
-            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, str(v))
-                self.end_headers()
-                try:
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):   # the client timed out and left
-                    pass
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 256     # the default backlog of 5 drops bursts of new connections
-
-        self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True, name="fake-llm")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="fake-llm")
         self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=1024), self._loop)
+        self._server = started.result(10)
+        self._address = self._server.sockets[0].getsockname()[:2]
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        if self._loop is None:
+            return
+        async def close() -> None:
+            self._server.close()
+            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+                task.cancel()
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+        self._loop = None
 
-    def _answer(self, body: dict, n: int) -> tuple[int, dict, dict | None]:
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:                                   # keep-alive: one request after another
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = lines[0].split(" ")[:2]
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                raw = await reader.readexactly(int(headers.get("content-length", 0) or 0))
+                if method == "GET":
+                    status, payload, extra = 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}, None
+                else:
+                    status, payload, extra = await self._post(json.loads(raw or b"{}"), headers)
+                data = json.dumps(payload).encode()
+                out = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
+                       f"content-length: {len(data)}"]
+                out += [f"{k}: {v}" for k, v in (extra or {}).items()]
+                writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + data)
+                await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.CancelledError):    # the client timed out and left, or stop()
+            return
+        finally:
+            writer.close()
+
+    async def _post(self, body: dict, headers: dict) -> tuple[int, dict, dict | None]:
+        n = len(self.requests)
+        self.requests.append(body)
+        self.headers.append(headers)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(body, n)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, body: dict, n: int) -> tuple[int, dict, dict | None]:
         fmt = (body.get("response_format") or {}).get("type")
         if self.reject_json_schema and fmt == "json_schema":
             # what llama-cpp-python's server says to the OpenAI form
@@ -164,14 +181,13 @@ class FakeServer:
         reply = self.responder(body, n) if self.responder is not None else None
         if not isinstance(reply, FakeReply):
             reply = FakeReply(content=reply)
-        time.sleep(self.latency + reply.delay)
+        await asyncio.sleep(self.latency + reply.delay)
         if reply.status != 200:
             return reply.status, {"error": {"message": reply.error, "type": "scripted"}}, reply.headers
         content = reply.content
         if content is None:
             schema = schema_of(body)
-            with self._lock:
-                content = json.dumps(sample_schema(schema, self._rng)) if schema else "hello"
+            content = json.dumps(sample_schema(schema, self._rng)) if schema else "hello"
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -180,6 +196,11 @@ class FakeServer:
                      "choices": [{"index": 0, "finish_reason": "stop",
                                   "message": {"role": "assistant", "content": content}}],
                      "usage": usage}, reply.headers
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 408: "Request Timeout", 409: "Conflict",
+            422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
+            502: "Bad Gateway", 503: "Service Unavailable"}
 
 
 def _serve_forever(latency: float, seed: int, conn) -> None:
