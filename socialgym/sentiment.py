@@ -17,15 +17,28 @@ class VaderScorer:
     """VADER compound score, cached per text (agents often repeat themselves)."""
 
     def __init__(self, cache_size: int = 65536) -> None:
+        self.cache_size = cache_size
+        self._build()
+
+    def _build(self) -> None:
         from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
         analyzer = SentimentIntensityAnalyzer()
-        self._score = lru_cache(maxsize=cache_size)(
+        self._score = lru_cache(maxsize=self.cache_size)(
             lambda text: float(analyzer.polarity_scores(text)["compound"])
         )
 
     def __call__(self, text: str) -> float:
         return self._score(text)
+
+    # checkpoints pickle the environment: the analyzer is rebuilt rather than stored (a pure
+    # function of the text, so the cache's contents never change a result)
+    def __getstate__(self) -> dict:
+        return {"cache_size": self.cache_size}
+
+    def __setstate__(self, state: dict) -> None:
+        self.cache_size = state["cache_size"]
+        self._build()
 
 
 def make_scorer(spec: str | SentimentScorer) -> SentimentScorer | None:
@@ -39,15 +52,19 @@ def make_scorer(spec: str | SentimentScorer) -> SentimentScorer | None:
     raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {spec!r}")
 
 
-def _checked(fn: SentimentScorer) -> SentimentScorer:
-    def score(text: str) -> float:
-        value = fn(text)
+class _checked:
+    """A user's scorer with its output checked (a class, not a closure, so it pickles when
+    the user's function does)."""
+
+    def __init__(self, fn: SentimentScorer) -> None:
+        self.fn = fn
+
+    def __call__(self, text: str) -> float:
+        value = self.fn(text)
         try:
             value = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"sentiment scorer {fn!r} returned {value!r}, not a number") from None
+            raise ValueError(f"sentiment scorer {self.fn!r} returned {value!r}, not a number") from None
         if not math.isfinite(value) or not -1.0 <= value <= 1.0:
-            raise ValueError(f"sentiment scorer {fn!r} returned {value!r}, outside [-1, 1]")
+            raise ValueError(f"sentiment scorer {self.fn!r} returned {value!r}, outside [-1, 1]")
         return value
-
-    return score

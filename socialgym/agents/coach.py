@@ -33,6 +33,11 @@ class Coach:
         self.prompts = prompts or PromptSet()
         self.max_tokens = max_tokens
 
+    # checkpoints pickle this object without its client (sockets, a loop thread, the API key);
+    # the runner attaches a fresh client after loading
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "client": None}
+
     def messages(self, obs: dict, memory, users: Sequence[str]) -> list[dict]:
         priorities = coach_priorities(obs["last_rewards"], obs["lambdas"])
         focus = ", ".join(f"{c} (gap {g:+.2f})" for c, g in priorities) or "none"

@@ -74,6 +74,11 @@ class LLMPolicy:
         self.tips: dict[str, list[str]] = {}           # the last tips each coached agent got
         self.rng = np.random.default_rng(seed)
 
+    # checkpoints pickle this object without its client (sockets, a loop thread, the API key);
+    # the runner attaches a fresh client after loading
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "client": None}
+
     # ------------------------------------------------------------------ protocol
     def act(self, observations: dict[str, Any]) -> dict[str, Any]:
         return self.client.run(self.aact(observations))

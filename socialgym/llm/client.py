@@ -159,6 +159,8 @@ class LLMClient:
         self._detect: asyncio.Lock | None = None
         self._in_flight = 0
         self.peak_in_flight = 0
+        self.transcript: Callable[[dict], None] | None = None
+        """Called with every logical request's prompt and reply (the runner's transcripts.jsonl)."""
 
     # ------------------------------------------------------------------ lifecycle
     def config(self) -> dict:
@@ -168,6 +170,20 @@ class LLMClient:
                 "max_tokens": self.max_tokens, "structured": self.structured, "mode": self.mode,
                 "max_repairs": self.max_repairs, "seed": self.seed,
                 "cache": str(self.cache.path) if self.cache is not None else None}
+
+    def state_dict(self) -> dict:
+        """What a checkpoint needs to continue exactly: the response cache's position (how often
+        each request was sent, which picks the cached reply of a repeated request), the usage
+        log and the detected structured-output form."""
+        return {"occurrences": dict(self._occurrences), "usage": self.usage, "mode": self.mode,
+                "format_rejections": list(self.format_rejections)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._occurrences = dict(state["occurrences"])
+        self.usage = state["usage"]
+        if self.structured == "auto":
+            self.mode = state["mode"]
+        self.format_rejections = list(state["format_rejections"])
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, structured={self.mode or self.structured!r})"
@@ -229,6 +245,7 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self.usage.record(Call(agent, round, purpose, hit[1], hit[2], 0.0, True, 0, True))
+                self._log(agent, round, purpose, messages, hit[0], True)
                 return hit[0]
         self._ensure()
         start = time.perf_counter()
@@ -242,7 +259,13 @@ class LLMClient:
         self.usage.record(Call(agent, round, purpose, pt, ct, time.perf_counter() - start, False, attempts, True))
         if key is not None:
             self.cache.put(key, text, pt, ct)
+        self._log(agent, round, purpose, messages, text, False)
         return text
+
+    def _log(self, agent, round, purpose, messages, reply, cached) -> None:
+        if self.transcript is not None:
+            self.transcript({"agent": agent, "round": round, "purpose": purpose, "cached": cached,
+                             "messages": list(messages), "reply": reply})
 
     async def complete_json(self, messages: Sequence[dict], schema: dict, check: Callable[[Any], Checked], *,
                             name: str = "reply", agent: str | None = None, round: int | None = None,

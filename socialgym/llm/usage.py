@@ -49,6 +49,14 @@ class Usage:
         self.fallbacks: list[Fallback] = []
         self.repairs = 0
 
+    def __getstate__(self) -> dict:        # checkpoints: everything but the lock
+        with self._lock:
+            return {"calls": list(self.calls), "fallbacks": list(self.fallbacks), "repairs": self.repairs}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__()
+        self.calls, self.fallbacks, self.repairs = state["calls"], state["fallbacks"], state["repairs"]
+
     def record(self, call: Call) -> None:
         with self._lock:
             self.calls.append(call)

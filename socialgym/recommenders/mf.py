@@ -196,6 +196,21 @@ class MatrixFactorization(ScoredRecommender):
                 "optimizer": self.optimizer.state_dict(), "replay": list(self.replay),
                 "updates": self.updates}
 
+    # checkpoints pickle the environment and its recommender: the torch module is re-imported
+    # and the model goes through state_dict (tensors as arrays, the optimiser's moments included)
+    def __getstate__(self) -> dict:
+        skip = ("torch", "params", "optimizer", "replay", "updates", "_numpy_cache")
+        state = {k: v for k, v in self.__dict__.items() if k not in skip}
+        state["_model"] = self.state_dict()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        model = state.pop("_model")
+        self.__dict__.update(state)
+        self.torch = _torch()
+        self.load_state_dict(model)
+
     def load_state_dict(self, state: dict) -> None:
         torch = self.torch
         self.reset()

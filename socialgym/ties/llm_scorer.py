@@ -43,6 +43,11 @@ class LLMTieScorer:
         self.max_tokens = max_tokens
         self.last_scores: list[tuple[str, str, int]] = []    # (rater, peer, 0..5) of the last round
 
+    # checkpoints pickle this object without its client (sockets, a loop thread, the API key);
+    # the runner attaches a fresh client after loading
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "client": None}
+
     def transcript(self, rater: str, peers: set[str], entries: list[dict]) -> str:
         lines = []
         for e in entries:

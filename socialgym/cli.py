@@ -1,0 +1,150 @@
+"""The ``socialgym`` command.
+
+    socialgym run CONFIG --out DIR [--set key.path=value ...]   # one run, or a sweep/replicates
+    socialgym resume DIR                                         # continue after a crash or kill
+    socialgym report DIR                                         # rebuild plots/ and report.html
+    socialgym demo [--no-llm] [--out DIR]                        # zero-config: LLM agents, embedded model
+
+Config errors print one line naming the key and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEMO_CONFIG = {
+    "seed": 0,
+    "env": {"n_agents": 6, "n_actions": 2, "max_rounds": 4, "recommender": "random", "feed_size": 4,
+            "vote_feed_size": 4},
+    "policy": {"kind": "llm", "coach": False,
+               # the compact settings a 135M-parameter model on two CPU cores needs (docs/llm.md)
+               "params": {"text_chars": 60, "new_topics": False, "max_users": 4, "max_posts": 4, "max_dms": 2,
+                          "max_vote_items": 4, "max_topics": 6, "item_chars": 60,
+                          "memory": {"conversation_limit": 4, "opinion_limit": 2, "relationships_in_prompt": 3}}},
+    "llm": {"max_concurrency": 4},
+    "logging": {"transcripts": True},
+}
+DEMO_NO_LLM = {
+    "seed": 0,
+    "env": {"n_agents": 30, "max_rounds": 15, "recommender": "random"},
+    "policy": {"groups": [{"name": "greedy", "kind": "greedy", "agents": 20},
+                          {"name": "random", "kind": "random"}]},
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="socialgym", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="run an experiment from a YAML config")
+    p_run.add_argument("config")
+    p_run.add_argument("--out", required=True, help="the run (or sweep) directory to create")
+    p_run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config key, e.g. --set env.n_agents=50 (repeatable)")
+    p_run.add_argument("--quiet", action="store_true", help="no progress line")
+    p_resume = sub.add_parser("resume", help="continue an interrupted run (or sweep) from its last round")
+    p_resume.add_argument("dir")
+    p_resume.add_argument("--quiet", action="store_true")
+    p_report = sub.add_parser("report", help="(re)build plots and report.html of a run or sweep")
+    p_report.add_argument("dir")
+    p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
+    p_demo.add_argument("--no-llm", action="store_true", help="scripted agents (greedy + random) instead")
+    p_demo.add_argument("--out", default=None, help="run directory (default: runs/demo[-no-llm]-N)")
+    args = parser.parse_args(argv)
+
+    from socialgym.experiments import ConfigError, RunError
+
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "resume":
+            return _resume(args)
+        if args.command == "report":
+            return _report(args)
+        return _demo(args)
+    except (ConfigError, RunError) as exc:
+        print(f"socialgym: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    from socialgym.experiments import load_config, run_experiment
+
+    cfg = load_config(args.config, args.overrides)
+    progress = False if args.quiet else None
+    if cfg.sweep or cfg.run.replicates > 1:
+        from socialgym.experiments import sweep as sweeps
+        result = sweeps.run_sweep(cfg, args.out, progress=progress)
+        print(f"sweep of {result['jobs']} runs written to {args.out} (aggregate.csv, plots/)")
+        return 0
+    summary = run_experiment(cfg, args.out, progress=progress)
+    _print_done(args.out, summary)
+    return 0
+
+
+def _resume(args) -> int:
+    from socialgym.experiments import resume_experiment
+
+    progress = False if args.quiet else None
+    if (Path(args.dir) / "sweep.json").exists():
+        from socialgym.experiments import sweep as sweeps
+        result = sweeps.resume_sweep(args.dir, progress=progress)
+        print(f"sweep of {result['jobs']} runs complete in {args.dir}")
+        return 0
+    _print_done(args.dir, resume_experiment(args.dir, progress=progress))
+    return 0
+
+
+def _report(args) -> int:
+    from socialgym.experiments.report import build_report
+
+    if (Path(args.dir) / "sweep.json").exists():
+        from socialgym.experiments import sweep as sweeps
+        sweeps.aggregate(args.dir)
+        print(f"aggregate and comparison plots rebuilt in {args.dir}")
+        return 0
+    print(f"report: {build_report(args.dir)}")
+    return 0
+
+
+def _demo(args) -> int:
+    from socialgym.experiments import load_config, run_experiment
+
+    name = "demo-no-llm" if args.no_llm else "demo"
+    out = Path(args.out) if args.out else _fresh(Path("runs") / name)
+    cfg = load_config(DEMO_NO_LLM if args.no_llm else DEMO_CONFIG)
+    what = "scripted agents (greedy + random)" if args.no_llm else \
+        "LLM agents on the embedded SmolLM2-135M model (llama.cpp, started for this run)"
+    print(f"socialgym demo: {cfg.env['n_agents']} {what}, {cfg.env['max_rounds']} rounds -> {out}")
+    summary = run_experiment(cfg, out)
+    _print_done(out, summary)
+    return 0
+
+
+def _fresh(base: Path) -> Path:
+    k = 1
+    while (base.parent / f"{base.name}-{k}").exists():
+        k += 1
+    return base.parent / f"{base.name}-{k}"
+
+
+def _print_done(out, summary: dict) -> None:
+    rewards = summary.get("final", {}).get("rewards", {})
+    line = ", ".join(f"{k} {v:.3f}" for k, v in rewards.items())
+    print(f"run {summary['status']}: {summary['rounds_completed']} rounds, {summary['n_agents']} agents, "
+          f"{summary['seconds']:.1f} s; final mean rewards: {line}")
+    if summary.get("llm"):
+        llm = summary["llm"]
+        print(f"LLM: {llm['requests']} requests ({llm['cached']} cached), {llm['prompt_tokens']} prompt + "
+              f"{llm['completion_tokens']} completion tokens, {llm['fallbacks']} fallbacks")
+    report = Path(out) / "report.html"
+    if report.exists():
+        print(f"report: {report.resolve()}")
+    else:
+        print(f"outputs: {Path(out).resolve()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""The experiment layer: YAML configs, the runner with checkpoint/resume, run outputs and the
+HTML report, wandb logging, and replicates/sweeps on a process pool or Ray.
+
+Layout of a run directory: ``docs/experiments.md``.
+"""
+
+from socialgym.experiments.config import ConfigError, ExperimentConfig, load_config
+from socialgym.experiments.runner import RunError, resume_experiment, run_experiment
+
+__all__ = ["ConfigError", "ExperimentConfig", "load_config", "RunError", "run_experiment", "resume_experiment"]

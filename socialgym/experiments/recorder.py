@@ -1,0 +1,185 @@
+"""Data collection for one run: the files of a run directory, written round by round.
+
+Kept apart from the step logic (as Mesa keeps its DataCollector apart from the model): the
+runner hands over the environment after each round, the recorder reads what it needs.
+
+Crash safety: every file is append-only; after each round the recorder flushes and fsyncs
+them and reports their sizes, which the checkpoint stores. ``resume`` cuts every file back to
+those sizes, so a round half-written when the process died is written again, never twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from socialgym.config import REWARD_NAMES
+
+ACTION_KINDS = ("POST", "COM", "DM", "NOT")
+ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_NAMES, "total", *ACTION_KINDS,
+                 "votes_up", "votes_down", "invalid", "fallbacks")
+NETWORK_METRICS = ("n_edges", "density", "clustering", "lcc_fraction", "avg_shortest_path", "modularity",
+                   "homophily", "directed_density", "directed_clustering")
+EXPOSURE_METRICS = ("mean_topic_entropy", "deep_cocoon_share", "author_exposure_gini", "cross_cutting_share")
+TEXT_FILES = ("rounds.csv", "network.csv", "events.jsonl", "transcripts.jsonl")
+
+
+class RunRecorder:
+    def __init__(self, out: Path, *, agents: Sequence[str], groups: Sequence[str], kinds: Sequence[str],
+                 coached: Sequence[bool], events: bool = True, ties: bool = True, transcripts: bool = False,
+                 network_every: int = 1, max_rounds: int | None = None) -> None:
+        self.out = Path(out)
+        self.agents = list(agents)
+        self.groups = list(groups)
+        self.kinds = list(kinds)
+        self.coached = [int(bool(c)) for c in coached]
+        self.events, self.ties, self.transcripts = events, ties, transcripts
+        self.network_every, self.max_rounds = network_every, max_rounds
+        self.group_names = sorted({g for g in self.groups if g})
+        self.network_columns = ("round", *NETWORK_METRICS, "n_ties", "mean_tie", "max_tie", *EXPOSURE_METRICS,
+                                *(f"{m}:{g}" for m in ("deep_cocoon_share", "cross_cutting_share")
+                                  for g in self.group_names),
+                                "mean_total", "llm_calls", "prompt_tokens", "completion_tokens")
+        (self.out / "ties").mkdir(parents=True, exist_ok=True)
+        self._files: dict[str, io.TextIOWrapper] = {}
+        for name in TEXT_FILES:
+            if name == "events.jsonl" and not events or name == "transcripts.jsonl" and not transcripts:
+                continue
+            path = self.out / name
+            fresh = not path.exists() or path.stat().st_size == 0
+            self._files[name] = open(path, "a", newline="", encoding="utf-8")
+            if fresh and name.endswith(".csv"):
+                columns = ROUND_COLUMNS if name == "rounds.csv" else self.network_columns
+                self._files[name].write(",".join(columns) + "\n")
+        self._last_network: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ per round
+    def transcript_line(self, entry: Mapping) -> None:
+        """One LLM request (called from the client's loop thread; one line per call)."""
+        f = self._files.get("transcripts.jsonl")
+        if f is not None:
+            f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
+    def record_round(self, env, usage=None) -> tuple[list[dict], dict, list[dict]]:
+        """Write the round the env just closed; returns (rounds rows, network row, public posts)."""
+        rec = env.last_round
+        r = rec.round
+        n = len(self.agents)
+        batch = rec.batch
+        counts = np.zeros((n, len(ACTION_KINDS)), np.int64)
+        np.add.at(counts, (batch.sender.astype(np.int64), batch.kind.astype(np.int64)), 1)
+        counts[:, ACTION_KINDS.index("NOT")] += env.config.n_actions - counts.sum(axis=1)   # NOTs are not stored
+        voter = batch.vote_voter.astype(np.int64)
+        up = np.bincount(voter[batch.vote_value > 0], minlength=n)
+        down = np.bincount(voter[batch.vote_value < 0], minlength=n)
+        fallbacks = np.zeros(n, np.int64)
+        if usage is not None:
+            index = {a: i for i, a in enumerate(self.agents)}
+            for f in usage.fallbacks:
+                if f.round == r and f.agent in index:
+                    fallbacks[index[f.agent]] += 1
+        rows = []
+        for i, agent in enumerate(self.agents):
+            row = {"round": r, "agent": agent, "group": self.groups[i], "policy": self.kinds[i],
+                   "coached": self.coached[i]}
+            row.update(zip(REWARD_NAMES, rec.components[i].tolist()))
+            row["total"] = float(rec.totals[i])
+            row.update(zip(ACTION_KINDS, counts[i].tolist()))
+            row.update(votes_up=int(up[i]), votes_down=int(down[i]), invalid=len(rec.invalid.get(i, [])),
+                       fallbacks=int(fallbacks[i]))
+            rows.append(row)
+        self._write_csv("rounds.csv", ROUND_COLUMNS, rows)
+
+        W = env.tie_matrix()
+        network = {"round": r}
+        if r % self.network_every == 0 or r == self.max_rounds or not self._last_network:
+            metrics = env.network_metrics()
+            self._last_network = {k: metrics.get(k) for k in NETWORK_METRICS}
+        network.update(self._last_network)
+        network.update(n_ties=int(W.nnz), mean_tie=float(W.data.mean()) if W.nnz else 0.0,
+                       max_tie=float(W.data.max()) if W.nnz else 0.0)
+        exposure = env.exposure_metrics()
+        for key in EXPOSURE_METRICS:
+            network[key] = exposure.get(key)
+        for g in self.group_names:
+            network[f"deep_cocoon_share:{g}"] = (exposure.get("deep_cocoon_share_by_group") or {}).get(g)
+            network[f"cross_cutting_share:{g}"] = (exposure.get("cross_cutting_share_by_group") or {}).get(g)
+        network["mean_total"] = float(rec.totals.mean())
+        total = usage.total() if usage is not None else {}
+        network.update(llm_calls=int(total.get("requests", 0)), prompt_tokens=int(total.get("prompt_tokens", 0)),
+                       completion_tokens=int(total.get("completion_tokens", 0)))
+        self._write_csv("network.csv", self.network_columns, [network])
+
+        transcript = env.round_transcript()
+        posts = [e for e in transcript if e["kind"] in ("POST", "COM")]
+        if self.events:
+            f = self._files["events.jsonl"]
+            for e in transcript:
+                f.write(json.dumps({"round": r, **e}, ensure_ascii=False) + "\n")
+            t = rec.ties
+            for s, d, before, after, ev in zip(t.src.tolist(), t.dst.tolist(), t.before.tolist(),
+                                               t.after.tolist(), t.evidence.tolist()):
+                f.write(json.dumps({"round": r, "kind": "TIE", "src": self.agents[s], "dst": self.agents[d],
+                                    "before": before, "after": after, "evidence": ev}) + "\n")
+        if self.ties:
+            import scipy.sparse as sp
+
+            path = self.out / "ties" / f"round_{r:04d}.npz"
+            tmp = path.with_suffix(".tmp.npz")
+            sp.save_npz(tmp, W.astype(np.float32).tocsr(), compressed=True)
+            os.replace(tmp, path)
+        return rows, network, posts
+
+    def _write_csv(self, name: str, columns: Sequence[str], rows: Sequence[Mapping]) -> None:
+        writer = csv.writer(self._files[name], lineterminator="\n")
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
+
+    # ------------------------------------------------------------------ durability
+    def sync(self) -> dict[str, int]:
+        """Flush and fsync every file; their sizes (the checkpoint's truncation points)."""
+        sizes = {}
+        for name, f in self._files.items():
+            f.flush()
+            os.fsync(f.fileno())
+            sizes[name] = f.tell()
+        return sizes
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files = {}
+
+
+def truncate_outputs(out: Path, sizes: Mapping[str, int], rounds_done: int) -> None:
+    """Cut the run's files back to a checkpoint: text files to their recorded sizes, tie
+    matrices of later rounds deleted (an empty ``sizes`` means: nothing was completed)."""
+    out = Path(out)
+    for name in TEXT_FILES:
+        path = out / name
+        if not path.exists():
+            continue
+        if name in sizes:
+            with open(path, "r+b") as f:
+                f.truncate(sizes[name])
+        else:
+            path.unlink()
+    for path in (out / "ties").glob("round_*.npz"):
+        stem = path.name[len("round_"):].split(".")[0]
+        if not stem.isdigit() or int(stem) > rounds_done:
+            path.unlink()
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    return value
