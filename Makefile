@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo llm-demo test bench bench-llm cocoon clean
+.PHONY: install browser demo demo-no-llm llm-demo test bench bench-llm cocoon clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,21 +15,32 @@ TORCH_CPU := torch==2.13.0
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q $(TORCH_CPU)
-	$(BIN)/python -m pip install -q -e ".[test,torch,plot,llm,local]"
+	$(BIN)/python -m pip install -q -e ".[test,torch,plot,llm,local,wandb,ray]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-## demo: a short simulation with the greedy baseline agents (per-round rewards and tie statistics)
+## demo: `socialgym demo` — 6 LLM agents x 4 rounds on the embedded model; writes runs/demo-N/ with report.html
 demo: install
-	$(BIN)/python -m socialgym.demo
+	$(BIN)/socialgym demo
+
+## demo-no-llm: the same with scripted agents (30 greedy + random agents, 15 rounds, seconds)
+demo-no-llm: install
+	$(BIN)/socialgym demo --no-llm
+
+# Debian's chromium for the report-rendering test (skipped with a reason when it cannot be installed)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		(apt-get install -y -qq chromium >/dev/null 2>&1 || \
+		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
+		echo "chromium not installed: the report-rendering test will be skipped"; }
 
 ## llm-demo: 6 LLM agents x 4 rounds with the embedded model (SmolLM2-135M via llama.cpp), < 3 min
 llm-demo: install
 	$(BIN)/python -m socialgym.agents.demo
 
 ## test: the whole test suite
-test: install
+test: install browser
 	$(BIN)/python -m pytest
 
 ## bench: env seconds per round and peak memory at 1k, 10k, 100k agents
