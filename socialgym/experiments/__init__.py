@@ -6,5 +6,7 @@ Layout of a run directory: ``docs/experiments.md``.
 
 from socialgym.experiments.config import ConfigError, ExperimentConfig, load_config
 from socialgym.experiments.runner import RunError, resume_experiment, run_experiment
+from socialgym.experiments.sweep import aggregate, resume_sweep, run_sweep
 
-__all__ = ["ConfigError", "ExperimentConfig", "load_config", "RunError", "run_experiment", "resume_experiment"]
+__all__ = ["ConfigError", "ExperimentConfig", "load_config", "RunError", "run_experiment", "resume_experiment",
+           "run_sweep", "resume_sweep", "aggregate"]

@@ -488,6 +488,7 @@ def with_values(cfg: ExperimentConfig, assignment: Mapping[str, Any]) -> Experim
     raw = to_dict(cfg, redact=False)
     raw.pop("sweep", None)
     for key, value in assignment.items():
+        value = thaw(value)
         apply_override(raw, f"{key}={yaml.safe_dump(value, default_flow_style=True).strip()}"
                        if not isinstance(value, str) else f"{key}={value}")
     try:

@@ -50,9 +50,9 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
     if (out / "summary.json").exists() or (out / CHECKPOINT).exists():
         raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
     out.mkdir(parents=True, exist_ok=True)
-    dump_yaml(cfg, out / "config.yaml")
     meta = {"condition": dict(condition or {}), "replicate": replicate, "seed": cfg.seed}
     (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    dump_yaml(cfg, out / "config.yaml")        # last: its presence marks a resumable run directory
     return _Run(cfg, out, meta, progress).execute(checkpoint=None)
 
 

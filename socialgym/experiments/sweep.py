@@ -1,0 +1,452 @@
+"""Replicates and sweeps: every cell of a config's ``sweep`` grid, ``run.replicates`` times, as
+independent jobs on a local process pool or on Ray, then an aggregate across replicates.
+
+    from socialgym.experiments import load_config
+    from socialgym.experiments.sweep import run_sweep, resume_sweep, aggregate
+    run_sweep(load_config("study.yaml"), "runs/study")     # {"jobs": 8, "ran": 8, ...}
+    resume_sweep("runs/study")                             # after a crash: runs what is not complete
+    aggregate("runs/study")                                # rebuild aggregate.csv and plots/
+
+A sweep directory SWEEP::
+
+    SWEEP/
+      config.yaml                 the resolved config, sweep section included (secrets removed)
+      sweep.json                  the job list: condition ids, conditions, replicates, seeds, paths
+      runs/<condition_id>/rep_<k>/  one run directory per job (see runner.py / the run-dir spec)
+      aggregate.csv               condition_id, <one column per swept key>, round, metric,
+                                  mean, ci_low, ci_high, n
+      plots/compare_total.png     total reward per round, one line per condition, 95% CI band
+      plots/compare_rewards.png   one panel per reward component
+      plots/compare_network.png   density, clustering, mean_tie, deep_cocoon_share
+
+Seeds -- common random numbers: replicate ``k`` of *every* condition runs with seed
+``cell.seed + k`` (``cell.seed`` is the top-level ``seed`` unless ``seed`` itself is swept).
+Conditions therefore differ only in the swept settings, not in their random draws, which makes
+between-condition differences less noisy; replicates of one condition use different seeds.
+
+Jobs are independent: a job whose directory holds a complete run is skipped, a partial one is
+resumed from its checkpoint, so ``resume_sweep`` simply runs the sweep again. A failing job does
+not stop the others; after all of them finished (and the completed ones were aggregated) one
+:class:`RunError` lists the failed jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+from socialgym.config import REWARD_NAMES
+from socialgym.experiments.config import (ExperimentConfig, dump_yaml, grid, load_config, thaw, to_dict,
+                                         with_values)
+from socialgym.experiments.runner import CHECKPOINT, RunError, resume_experiment, run_experiment
+
+SWEEP_FILE = "sweep.json"
+SWEEP_VERSION = 1
+AGGREGATE_FILE = "aggregate.csv"
+REWARD_METRICS = (*REWARD_NAMES, "total")
+NETWORK_PLOT_METRICS = ("density", "clustering", "mean_tie", "deep_cocoon_share")
+ID_CHARS = 48
+"""Longest readable part of a condition id (the ``cNN-`` index keeps ids unique)."""
+
+
+# ---------------------------------------------------------------------------------- jobs
+@dataclass(frozen=True)
+class Job:
+    """One run of a sweep: one condition (sweep cell), one replicate."""
+
+    condition_id: str
+    """Short, filesystem-safe and stable: ``c01-env.recommender=mf,policy.coach=true``."""
+    condition: dict
+    """The cell: {dotted key: value} ({} when only replicates are run)."""
+    replicate: int
+    seed: int
+    """``cell.seed + replicate``: the same for replicate k of every condition (common random numbers)."""
+    config: ExperimentConfig
+    """The cell's config (no sweep section) with ``seed`` replaced."""
+    out: str
+    """Run directory relative to the sweep directory: ``runs/<condition_id>/rep_<k>``."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.condition_id}/rep_{self.replicate}"
+
+
+def jobs(cfg: ExperimentConfig) -> list[Job]:
+    """Every sweep cell x ``cfg.run.replicates``, cell-major (c00 rep 0, c00 rep 1, c01 rep 0, ...)."""
+    cells = grid(cfg)
+    width = max(2, len(str(len(cells) - 1)))
+    out = []
+    for index, cell in enumerate(cells):
+        cell = thaw(cell)                        # plain dicts/lists: YAML- and JSON-ready
+        cell_cfg = with_values(cfg, cell)
+        cid = condition_id(index, cell, width)
+        for k in range(cfg.run.replicates):
+            seed = cell_cfg.seed + k
+            out.append(Job(cid, dict(cell), k, seed, dataclasses.replace(cell_cfg, seed=seed),
+                           f"runs/{cid}/rep_{k}"))
+    return out
+
+
+def condition_id(index: int, cell: Mapping[str, Any], width: int = 2) -> str:
+    """``c<index>-key=value,key=value``, unsafe characters replaced by ``_``, the readable part
+    cut to :data:`ID_CHARS` characters. The index alone keeps ids unique and stable."""
+    text = ",".join(f"{k}={_compact(v)}" for k, v in cell.items())
+    text = re.sub(r"[{}\[\]\"' ]", "", text)              # mapping/list values: keep the content
+    text = re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)[:ID_CHARS].rstrip("_,")
+    prefix = f"c{index:0{width}d}"
+    return f"{prefix}-{text}" if text else prefix
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------- running
+def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = None) -> dict:
+    """Create the sweep directory ``out``, run every job, aggregate. Returns
+    ``{"jobs": n, "ran": .., "skipped": .., "failed": [..], "aggregate": path}``."""
+    out = Path(out)
+    if (out / SWEEP_FILE).exists():
+        raise RunError(f"{out} already holds a sweep: use `socialgym resume {out}` or another --out")
+    todo = jobs(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    dump_yaml(cfg, out / "config.yaml")
+    _write_json(out / SWEEP_FILE, _manifest(cfg, todo))
+    return _execute(cfg, out, todo, progress)
+
+
+def resume_sweep(directory: str | Path, progress: bool | None = None) -> dict:
+    """Run the jobs of the sweep in ``directory`` that are not complete (partial runs resume
+    from their checkpoints), then aggregate again."""
+    out = Path(directory)
+    manifest = _read_json(out / SWEEP_FILE)
+    if manifest is None or not (out / "config.yaml").exists():
+        raise RunError(f"{out} is not a sweep directory (no sweep.json / config.yaml)")
+    cfg = load_config(out / "config.yaml")
+    todo = jobs(cfg)
+    if [j.out for j in todo] != [j["out"] for j in manifest.get("jobs", [])]:
+        raise RunError(f"{out}/config.yaml no longer gives the job list of {SWEEP_FILE}; "
+                       "was the config edited? start a new sweep instead")
+    return _execute(cfg, out, todo, progress)
+
+
+def _manifest(cfg: ExperimentConfig, todo: list[Job]) -> dict:
+    return {
+        "version": SWEEP_VERSION,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "keys": list(cfg.sweep),
+        "replicates": cfg.run.replicates,
+        "backend": cfg.run.backend,
+        "seeds": "common random numbers: replicate k of every condition runs with seed cell.seed + k",
+        "jobs": [{"condition_id": j.condition_id, "condition": j.condition, "replicate": j.replicate,
+                  "seed": j.seed, "out": j.out} for j in todo],
+        "config": to_dict(cfg, redact=True),
+    }
+
+
+def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool | None) -> dict:
+    show = progress is not False
+    pending = [j for j in todo if not _complete(out / j.out)]
+    skipped = len(todo) - len(pending)
+    if show and skipped:
+        _say(f"sweep: {skipped} of {len(todo)} runs already complete, {len(pending)} to run")
+    results: list[dict] = []
+    report = _reporter(show, len(pending), results)
+    if pending:
+        backend = _run_ray if cfg.run.backend == "ray" else _run_local
+        backend(cfg, out, pending, report)
+    failed = [r for r in results if r["error"] is not None]
+    path = aggregate(out)
+    if failed:
+        lines = "; ".join(f"{r['job']}: {r['error']}" for r in failed)
+        rest = f"the other {len(todo) - len(failed)} are complete and aggregated in {path}; " \
+            if len(failed) < len(todo) else ""
+        raise RunError(f"{len(failed)} of {len(todo)} sweep jobs failed: {lines}; {rest}"
+                       f"fix the cause and run `socialgym resume {out}`")
+    return {"jobs": len(todo), "ran": len(pending), "skipped": skipped, "failed": [], "aggregate": str(path)}
+
+
+def _reporter(show: bool, total: int, results: list) -> Callable[[dict], None]:
+    def report(result: dict) -> None:
+        results.append(result)
+        if show:
+            status = "done" if result["error"] is None else f"FAILED: {result['error']}"
+            _say(f"[{len(results)}/{total}] {result['job']} {status} ({result['seconds']:.1f} s)")
+    return report
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _workers(cfg: ExperimentConfig) -> int:
+    return cfg.run.workers or os.cpu_count() or 1
+
+
+def _run_local(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> None:
+    import concurrent.futures as cf
+    import multiprocessing
+
+    workers = min(_workers(cfg), len(pending))
+    context = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(run_job, job, str(out)): job for job in pending}
+        for future in cf.as_completed(futures):
+            job = futures[future]
+            try:
+                report(future.result())
+            except Exception as exc:            # the worker process died (e.g. killed, OOM)
+                report(_result(job, 0.0, exc))
+
+
+def _run_ray(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise RunError("run.backend: ray needs Ray: pip install 'socialgym[ray]'") from None
+    workers = _workers(cfg)
+    started = not ray.is_initialized()
+    if started:
+        if cfg.run.address:
+            ray.init(address=cfg.run.address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(run_job)
+        queue = list(pending)
+        running: dict = {}
+        while queue or running:
+            while queue and len(running) < workers:     # at most `workers` tasks in flight
+                job = queue.pop(0)
+                running[task.remote(job, str(out))] = job
+            done, _ = ray.wait(list(running), num_returns=1)
+            for ref in done:
+                job = running.pop(ref)
+                try:
+                    report(ray.get(ref))
+                except Exception as exc:        # the task's worker died
+                    report(_result(job, 0.0, exc))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_job(job: Job, root: str) -> dict:
+    """Run (or resume, or skip when complete) one job; never raises: errors come back as text.
+    Module-level so that process pools and Ray can pickle it."""
+    t0 = time.perf_counter()
+    path = Path(root) / job.out
+    try:
+        if not _complete(path):
+            if (path / "summary.json").exists() or (path / CHECKPOINT).exists():
+                resume_experiment(path, progress=False)
+            else:
+                run_experiment(job.config, path, condition=job.condition, replicate=job.replicate,
+                               progress=False)
+    except BaseException as exc:                 # noqa: BLE001 -- reported, the sweep goes on
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return _result(job, time.perf_counter() - t0, exc)
+    return _result(job, time.perf_counter() - t0, None)
+
+
+def _result(job: Job, seconds: float, exc: BaseException | None) -> dict:
+    error = None
+    if exc is not None:
+        text = " ".join(str(exc).split()) or "(no message)"
+        error = f"{type(exc).__name__}: {text}"
+    return {"job": job.name, "out": job.out, "seconds": seconds, "error": error}
+
+
+def _complete(path: Path) -> bool:
+    summary = _read_json(path / "summary.json")
+    return bool(summary) and summary.get("status") == "complete"
+
+
+# ---------------------------------------------------------------------------------- aggregate
+def aggregate(directory: str | Path) -> Path:
+    """Mean and 95% t-interval across replicates of every per-round metric of every condition
+    (complete runs only) into ``aggregate.csv``; comparison plots into ``plots/``."""
+    out = Path(directory)
+    manifest = _read_json(out / SWEEP_FILE)
+    if manifest is None:
+        raise RunError(f"{out} is not a sweep directory (no {SWEEP_FILE})")
+    keys = list(manifest.get("keys", []))
+    conditions: dict[str, dict] = {}
+    # values[condition_id][metric][round] -> one value per complete replicate
+    values: dict[str, dict[str, dict[int, list[float]]]] = {}
+    for job in manifest["jobs"]:
+        cid = job["condition_id"]
+        conditions.setdefault(cid, job["condition"])
+        run = out / job["out"]
+        if not _complete(run):
+            continue
+        per_condition = values.setdefault(cid, {})
+        for metric, series in _run_metrics(run).items():
+            for r, v in series.items():
+                per_condition.setdefault(metric, {}).setdefault(r, []).append(v)
+    rows = []
+    for cid, cond in conditions.items():
+        for metric, by_round in values.get(cid, {}).items():
+            for r in sorted(by_round):
+                mean, low, high, n = mean_ci(by_round[r])
+                rows.append([cid, *(_compact(cond.get(k)) for k in keys), r, metric, mean, low, high, n])
+    path = out / AGGREGATE_FILE
+    _write_csv(path, ["condition_id", *keys, "round", "metric", "mean", "ci_low", "ci_high", "n"], rows)
+    if values:
+        _plots(out / "plots", values)
+    return path
+
+
+def mean_ci(samples: Iterable[float], level: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean and two-sided t-interval (n-1 degrees of freedom) of the finite samples; the interval
+    is the mean itself when n == 1, and everything is nan when n == 0."""
+    x = np.array([v for v in samples if v is not None and math.isfinite(v)], dtype=float)
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(x.mean())
+    if n == 1:
+        return mean, mean, mean, 1
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half, n
+
+
+def _run_metrics(run: Path) -> dict[str, dict[int, float]]:
+    """{metric: {round: value}}: rounds.csv's rewards averaged over agents, network.csv's
+    numeric columns as they are."""
+    metrics: dict[str, dict[int, float]] = {}
+    header, rows = _read_csv(run / "rounds.csv")
+    columns = [c for c in REWARD_METRICS if c in header]
+    sums: dict[int, list] = {}
+    for row in rows:
+        record = dict(zip(header, row))
+        acc = sums.setdefault(int(record["round"]), [np.zeros(len(columns)), 0])
+        acc[0] += [_float(record[c]) for c in columns]
+        acc[1] += 1
+    for r, (total, count) in sums.items():
+        for c, v in zip(columns, total / count):
+            metrics.setdefault(c, {})[r] = float(v)
+    header, rows = _read_csv(run / "network.csv")
+    records = [dict(zip(header, row)) for row in rows]
+    for column in header:
+        cells = [rec.get(column, "") for rec in records]
+        if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
+            continue                             # the key, or a text column
+        metrics[column] = {int(rec["round"]): _float(c) for rec, c in zip(records, cells)}
+    return metrics
+
+
+def _plots(folder: Path, values: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    folder.mkdir(parents=True, exist_ok=True)
+    panels = {
+        "compare_total.png": ("total",),
+        "compare_rewards.png": REWARD_NAMES,
+        "compare_network.png": NETWORK_PLOT_METRICS,
+    }
+    for name, metrics in panels.items():
+        cols = min(3, len(metrics))
+        rows = math.ceil(len(metrics) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+        for ax, metric in zip(axes.flat, metrics):
+            for cid, per_condition in values.items():
+                by_round = per_condition.get(metric, {})
+                if not by_round:
+                    continue
+                rounds = sorted(by_round)
+                stats = np.array([mean_ci(by_round[r])[:3] for r in rounds], dtype=float)
+                (line,) = ax.plot(rounds, stats[:, 0], marker=".", label=cid)
+                ax.fill_between(rounds, stats[:, 1], stats[:, 2], color=line.get_color(), alpha=0.2)
+            ax.set_title(metric)
+            ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+        for ax in list(axes.flat)[len(metrics):]:
+            ax.set_visible(False)
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize="small",
+                       frameon=False)
+        fig.suptitle("mean across replicates, 95% CI")
+        fig.tight_layout(rect=(0, 0.06 + 0.03 * math.ceil(len(labels) / 3), 1, 1))
+        fig.savefig(folder / name, dpi=100)
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------- files
+def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+    import csv
+
+    if not path.exists():
+        return [], []
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, [])
+        return header, [row for row in reader if row]
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
+    import csv
+
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else
+                             repr(v) if isinstance(v, float) else v for v in row])
+    os.replace(tmp, path)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _numeric(text: str) -> bool:
+    """Empty or a number (empty cells and nan are allowed in numeric columns)."""
+    return text == "" or not math.isnan(_float(text)) or text.strip().lower() == "nan"
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+__all__ = ["Job", "jobs", "condition_id", "run_sweep", "resume_sweep", "aggregate", "mean_ci", "run_job"]

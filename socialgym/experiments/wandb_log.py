@@ -1,0 +1,385 @@
+"""Weights & Biases logging of a simulation run (the optional extra ``socialgym[wandb]``).
+
+``WandbLogger`` mirrors what the runner writes into a run directory (rounds.csv, network.csv,
+ties, sample posts; see ``docs/experiments.md``) as one wandb run, kept under
+``<run_dir>/wandb/``. It is configured by the ``logging.wandb`` section of an experiment config::
+
+    logging:
+      wandb: {project: my-study, mode: offline, tags: [pilot], graph_every: 5}
+
+Offline mode (the default) never touches the network; ``wandb sync <run_dir>/wandb/offline-run-*``
+uploads such a run later. The run records neither code, git state, command line, host metadata,
+system metrics nor console output, and the config it is given is stripped of anything that looks
+like a credential.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["WandbLogger", "ALLOWED_SETTINGS", "sanitize_config"]
+
+REWARD_KEYS: tuple[str, ...] = ("SOC", "INF", "PRE", "COORD", "EMO", "total")
+ACTION_KEYS: tuple[str, ...] = ("POST", "COM", "DM", "NOT", "votes_up", "votes_down", "invalid")
+LLM_KEYS: Mapping[str, str] = {"llm_calls": "llm/calls", "prompt_tokens": "llm/prompt_tokens",
+                               "completion_tokens": "llm/completion_tokens"}
+POST_COLUMNS: tuple[str, ...] = ("round", "sender", "kind", "topic", "text")
+MODES: tuple[str, ...] = ("online", "offline", "disabled")
+DEFAULTS: Mapping[str, Any] = {
+    "entity": None, "mode": "offline", "tags": (), "name": None, "group": None,
+    "histograms": True, "sample_posts": 10, "graph_every": 0,
+}
+ALLOWED_SETTINGS: tuple[str, ...] = ("project", *DEFAULTS)
+SECRET_KEY_PARTS: tuple[str, ...] = ("api_key", "token", "secret", "password")
+
+# wandb.Table refuses to log more rows than this (Table.MAX_ROWS) outside artifacts.
+MAX_TABLE_ROWS = 10_000
+MAX_TEXT_CHARS = 2_000
+_AGENT_INDEX = re.compile(r"(\d+)$")
+
+_MISSING_WANDB = "logging.wandb is configured but wandb is not installed: pip install 'socialgym[wandb]'"
+
+
+def sanitize_config(value: Any) -> Any:
+    """A plain-data copy of ``value`` without any mapping key whose name contains (in any case)
+    ``api_key``, ``token``, ``secret`` or ``password``, at any depth."""
+    if isinstance(value, Mapping):
+        return {str(k): sanitize_config(v) for k, v in value.items()
+                if not any(part in str(k).lower() for part in SECRET_KEY_PARTS)}
+    if isinstance(value, (list, tuple)):
+        return [sanitize_config(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _validate(settings: Mapping) -> dict[str, Any]:
+    """The ``logging.wandb`` section with defaults filled in; ValueError on anything invalid."""
+    if not isinstance(settings, Mapping):
+        raise ValueError(f"logging.wandb must be a mapping, got {type(settings).__name__}")
+    unknown = [str(k) for k in settings if k not in ALLOWED_SETTINGS]
+    if unknown:
+        raise ValueError(f"logging.wandb: unknown key(s) {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(ALLOWED_SETTINGS)}")
+    out = {**DEFAULTS, **settings}
+    project = out.get("project")
+    if not isinstance(project, str) or not project.strip():
+        raise ValueError("logging.wandb.project is required (a non-empty string)")
+    for key in ("entity", "name", "group"):
+        if out[key] is not None and not isinstance(out[key], str):
+            raise ValueError(f"logging.wandb.{key} must be a string, got {out[key]!r}")
+    if out["mode"] not in MODES:
+        raise ValueError(f"logging.wandb.mode must be one of {', '.join(MODES)}, got {out['mode']!r}")
+    tags = out["tags"] if out["tags"] is not None else ()
+    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+        raise ValueError(f"logging.wandb.tags must be a list of strings, got {tags!r}")
+    out["tags"] = list(tags)
+    if not isinstance(out["histograms"], bool):
+        raise ValueError(f"logging.wandb.histograms must be true or false, got {out['histograms']!r}")
+    for key in ("sample_posts", "graph_every"):
+        v = out[key]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"logging.wandb.{key} must be an integer >= 0, got {v!r}")
+        out[key] = int(v)
+    return out
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, or None (None, '', NaN, inf and non-numbers alike)."""
+    if value is None or isinstance(value, str) and not value.strip():
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _mean(values: Sequence[Any]) -> float | None:
+    xs = [x for x in map(_number, values) if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _key_part(label: Any) -> str:
+    # a '/' inside a group name would add a level to wandb's panel grouping
+    return str(label).replace("/", "_")
+
+
+@contextlib.contextmanager
+def _env_default(name: str, value: str) -> Iterator[None]:
+    """Set the environment variable ``name`` for the duration of the block unless it is set."""
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+class WandbLogger:
+    """One simulation run as one wandb run, stored under ``run_dir/wandb``.
+
+    ``settings`` is the ``logging.wandb`` config section (see ``ALLOWED_SETTINGS``); ``config``
+    the resolved experiment config, logged as the run config after ``sanitize_config``. ``name``
+    and ``group``, when given, take precedence over the settings' ones. ``groups`` maps agent ids
+    (``agent_<i>``) to group labels for the tie graph's colours; ``log_round`` also learns them
+    from the rows' ``group`` column.
+
+    Use ``log_round`` once per round, then ``finish`` (or use the logger as a context manager).
+    """
+
+    def __init__(self, settings: Mapping, run_dir: str | Path, config: Mapping,
+                 name: str | None = None, group: str | None = None,
+                 groups: Mapping[str, str] | None = None) -> None:
+        s = _validate(settings)
+        try:
+            import wandb
+        except ImportError:
+            raise RuntimeError(_MISSING_WANDB) from None
+        self._wandb = wandb
+        self.settings = s
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._groups: dict[str, str] = {str(a): str(g) for a, g in (groups or {}).items() if g}
+        self._posts: list[list[Any]] = []
+        self._last_round = 0
+        self._last_ties = None
+        self._graph_round: int | None = None     # round of the last tie graph logged
+        self._layout: dict[int, Any] | None = None
+        self._graph_ok = True
+        self._finished = False
+        self.run = self._init_run(s, config, name or s["name"], group or s["group"])
+
+    def _init_run(self, s: Mapping[str, Any], config: Mapping, name: str | None, group: str | None):
+        wandb = self._wandb
+        wanted = {
+            # nothing about the code, the repository, the command line (which may carry secrets),
+            # the host or the console output goes into the run
+            "save_code": False, "disable_code": True, "disable_git": True,
+            "x_disable_meta": True, "x_disable_machine_info": True, "x_save_requirements": False,
+            # system metrics probe cloud metadata endpoints; a simulation does not need them
+            "x_disable_stats": True,
+            "console": "off",
+            "disable_job_creation": True,
+        }
+        # an older wandb without one of the internal x_ settings would reject the whole Settings
+        fields = getattr(wandb.Settings, "model_fields", None)
+        if fields is not None:
+            wanted = {k: v for k, v in wanted.items() if k in fields}
+        with contextlib.ExitStack() as stack:
+            if s["mode"] != "online":
+                # wandb-core's crash reporting would otherwise be enabled in its service process
+                stack.enter_context(_env_default("WANDB_ERROR_REPORTING", "false"))
+            return wandb.init(
+                project=s["project"], entity=s["entity"], name=name, group=group,
+                tags=s["tags"] or None, config=sanitize_config(config), dir=str(self.run_dir),
+                mode=s["mode"],
+                # several loggers may live in one process (a sweep's runs, tests): never hand back
+                # or finish another logger's run
+                reinit="create_new",
+                settings=wandb.Settings(**wanted),
+            )
+
+    # --------------------------------------------------------------------------------- rounds
+    def log_round(self, round: int, rows: Sequence[Mapping], network: Mapping, ties=None,
+                  posts: Sequence[Mapping] = ()) -> None:
+        """Log round ``round`` at ``step=round``: reward means (overall and per group), action
+        totals, the network row, LLM usage, histograms, and a sample of ``posts`` for the posts
+        table (logged by ``finish``); every ``graph_every`` rounds also the tie graph."""
+        if self._finished:
+            raise RuntimeError("WandbLogger.log_round after finish()")
+        round = int(round)
+        wandb = self._wandb
+        data: dict[str, Any] = {}
+        for row in rows:
+            label = row.get("group")
+            if label:
+                self._groups[str(row.get("agent"))] = str(label)
+        self._rewards(rows, data)
+        for key in ACTION_KEYS:
+            xs = [x for x in (_number(r.get(key)) for r in rows) if x is not None]
+            if xs:
+                data[f"actions/{key}"] = sum(xs)
+        fallbacks = [x for x in (_number(r.get("fallbacks")) for r in rows) if x is not None]
+        if fallbacks:
+            data["llm/fallbacks"] = sum(fallbacks)
+        for key, value in network.items():
+            x = _number(value)
+            if key == "round" or x is None:
+                continue
+            if key in LLM_KEYS:
+                data[LLM_KEYS[key]] = x
+            elif ":" in key:   # deep_cocoon_share:<group> and the like
+                metric, label = key.split(":", 1)
+                data[f"network_by_group/{_key_part(label)}/{metric}"] = x
+            else:
+                data[f"network/{key}"] = x
+        if self.settings["histograms"]:
+            totals = np.array([x for x in (_number(r.get("total")) for r in rows) if x is not None])
+            if totals.size:
+                data["hist/agent_total"] = wandb.Histogram(totals, num_bins=min(64, max(1, totals.size)))
+            strengths = self._tie_values(ties)
+            if strengths.size:
+                data["hist/tie_strength"] = wandb.Histogram(strengths, num_bins=64)
+        self._sample_posts(round, posts)
+        if ties is not None:
+            self._last_ties = ties
+        every = self.settings["graph_every"]
+        if every and ties is not None and round % every == 0:
+            image = self._graph_image(ties, round)
+            if image is not None:
+                data["graph/ties"] = image
+                self._graph_round = round
+        self.run.log(data, step=round)
+        self._last_round = max(self._last_round, round)
+
+    def _rewards(self, rows: Sequence[Mapping], data: dict[str, Any]) -> None:
+        for key in REWARD_KEYS:
+            m = _mean([r.get(key) for r in rows])
+            if m is not None:
+                data[f"rewards/{key}"] = m
+        by_group: dict[str, list[Mapping]] = {}
+        for r in rows:
+            label = r.get("group")
+            if label:
+                by_group.setdefault(str(label), []).append(r)
+        for label, members in sorted(by_group.items()):
+            for key in REWARD_KEYS:
+                m = _mean([r.get(key) for r in members])
+                if m is not None:
+                    data[f"rewards_by_group/{_key_part(label)}/{key}"] = m
+
+    @staticmethod
+    def _tie_values(ties) -> np.ndarray:
+        """The finite stored tie strengths of the sparse matrix ``ties`` (empty when None)."""
+        if ties is None:
+            return np.zeros(0)
+        values = np.asarray(getattr(ties, "data", ties), dtype=float).ravel()
+        return values[np.isfinite(values)]
+
+    def _sample_posts(self, round: int, posts: Sequence[Mapping]) -> None:
+        k = self.settings["sample_posts"]
+        room = MAX_TABLE_ROWS - len(self._posts)
+        candidates = [p for p in posts if p.get("kind") in ("POST", "COM") and p.get("text")]
+        k = min(k, room, len(candidates))
+        if k <= 0:
+            return
+        # its own generator, seeded by the round: the sample is reproducible and the
+        # simulation's random streams are untouched
+        picked = sorted(random.Random(round).sample(range(len(candidates)), k))
+        for i in picked:
+            p = candidates[i]
+            topic = p.get("topic")
+            # one type per column: wandb.Table rejects a column mixing e.g. None and str
+            self._posts.append([round, str(p.get("sender", "")), str(p.get("kind")),
+                                "" if topic is None else str(topic), str(p["text"])[:MAX_TEXT_CHARS]])
+
+    # ---------------------------------------------------------------------------------- graph
+    def _graph_image(self, ties, round: int):
+        """The tie graph as a ``wandb.Image`` (None when it cannot be drawn)."""
+        if not self._graph_ok:
+            return None
+        try:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+        except ImportError:
+            warnings.warn("wandb tie graph skipped: matplotlib is not installed "
+                          "(pip install 'socialgym[plot]')", RuntimeWarning, stacklevel=3)
+            self._graph_ok = False
+            return None
+        try:
+            import networkx as nx
+            import scipy.sparse as sp
+
+            W = sp.coo_matrix(ties)
+            n = W.shape[0]
+            G = nx.DiGraph()
+            G.add_nodes_from(range(n))
+            keep = (W.row != W.col) & np.isfinite(W.data) & (W.data != 0)
+            G.add_weighted_edges_from(zip(W.row[keep].tolist(), W.col[keep].tolist(),
+                                          np.abs(W.data[keep]).tolist()))
+            # start from the previous layout so that consecutive graphs are comparable
+            init = None
+            if self._layout is not None and all(i in self._layout for i in range(n)):
+                init = self._layout
+            pos = nx.spring_layout(G, pos=init, seed=0, weight="weight") if n else {}
+            self._layout = pos
+
+            labels = self._node_groups(n)
+            names = sorted({g for g in labels if g})
+            cmap = {g: f"C{i % 10}" for i, g in enumerate(names)}
+            fig = Figure(figsize=(6, 6), dpi=100)
+            FigureCanvasAgg(fig)
+            ax = fig.add_subplot()
+            ax.set_axis_off()
+            ax.set_title(f"ties after round {round} ({G.number_of_edges()} edges)")
+            if G.number_of_edges():
+                w = np.array([d["weight"] for _, _, d in G.edges(data=True)])
+                nx.draw_networkx_edges(G, pos, ax=ax, arrows=False, alpha=0.35, edge_color="0.4",
+                                       width=0.3 + 2.0 * w / w.max())
+            if n:
+                nx.draw_networkx_nodes(G, pos, ax=ax, node_size=max(10, 300 - n),
+                                       node_color=[cmap.get(g, "0.6") for g in labels])
+            for g in names:
+                ax.scatter([], [], color=cmap[g], label=g)
+            if names:
+                ax.legend(loc="best", fontsize="small", frameon=False)
+            fig.canvas.draw()
+            pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+            return self._wandb.Image(pixels, caption=f"round {round}")
+        except Exception as exc:   # a figure must never abort a long simulation
+            warnings.warn(f"wandb tie graph of round {round} skipped: {exc!r}", RuntimeWarning, stacklevel=3)
+            return None
+
+    def _node_groups(self, n: int) -> list[str]:
+        """Group label of node i (agent_<i>), '' when unknown."""
+        labels = [""] * n
+        for agent, label in self._groups.items():
+            m = _AGENT_INDEX.search(agent)
+            if m and int(m.group(1)) < n:
+                labels[int(m.group(1))] = label
+        return labels
+
+    # --------------------------------------------------------------------------------- finish
+    def finish(self, ties=None, groups: Mapping[str, str] | None = None, exit_code: int | None = None) -> None:
+        """Log the posts table and the final tie graph (of ``ties``, else of the last round's;
+        skipped when ``graph_every`` already drew the last round) at the last round's step, then
+        finish the wandb run. Idempotent."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            if groups:
+                self._groups.update({str(a): str(g) for a, g in groups.items() if g})
+            data: dict[str, Any] = {}
+            if self._posts:
+                # built once at the end: a logged Table is immutable, re-logging a grown one
+                # would store every intermediate copy
+                data["samples/posts"] = self._wandb.Table(columns=list(POST_COLUMNS), data=self._posts)
+            final = ties if ties is not None else self._last_ties
+            # the runner hands over the same W it logged last: do not draw that graph twice
+            if final is not None and not (self._graph_round == self._last_round and self._last_round):
+                image = self._graph_image(final, self._last_round)
+                if image is not None:
+                    data["graph/ties"] = image
+            if data:
+                self.run.log(data, step=self._last_round)
+        finally:
+            self.run.finish(exit_code=exit_code)
+
+    def __enter__(self) -> WandbLogger:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.finish(exit_code=1 if exc_type is not None else None)
