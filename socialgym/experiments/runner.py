@@ -89,6 +89,8 @@ class _Run:
         if cfg.logging.wandb is not None:   # fail before any work when the extra is missing
             wandb = _wandb_logger(cfg, out, self.meta)
         with contextlib.ExitStack() as stack:
+            if wandb is not None:    # a failing run still closes its wandb run, marked failed
+                stack.callback(wandb.finish, exit_code=1)     # (a no-op after the normal finish)
             client = self._client(stack)
             if checkpoint is None:
                 truncate_outputs(out, {}, 0)

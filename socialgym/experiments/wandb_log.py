@@ -21,12 +21,14 @@ import os
 import random
 import re
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["WandbLogger", "ALLOWED_SETTINGS", "sanitize_config"]
+__all__ = ["ALLOWED_SETTINGS", "WandbLogger", "sanitize_config"]
 
 REWARD_KEYS: tuple[str, ...] = ("SOC", "INF", "PRE", "COORD", "EMO", "total")
 ACTION_KEYS: tuple[str, ...] = ("POST", "COM", "DM", "NOT", "votes_up", "votes_down", "invalid")
@@ -44,6 +46,9 @@ SECRET_KEY_PARTS: tuple[str, ...] = ("api_key", "token", "secret", "password")
 # wandb.Table refuses to log more rows than this (Table.MAX_ROWS) outside artifacts.
 MAX_TABLE_ROWS = 10_000
 MAX_TEXT_CHARS = 2_000
+# networkx lays out more nodes with a slow sparse algorithm (seconds per figure), and a
+# picture of more agents is a hairball anyway
+MAX_GRAPH_NODES = 500
 _AGENT_INDEX = re.compile(r"(\d+)$")
 
 _MISSING_WANDB = "logging.wandb is configured but wandb is not installed: pip install 'socialgym[wandb]'"
@@ -80,7 +85,7 @@ def _validate(settings: Mapping) -> dict[str, Any]:
     if out["mode"] not in MODES:
         raise ValueError(f"logging.wandb.mode must be one of {', '.join(MODES)}, got {out['mode']!r}")
     tags = out["tags"] if out["tags"] is not None else ()
-    if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+    if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
         raise ValueError(f"logging.wandb.tags must be a list of strings, got {tags!r}")
     out["tags"] = list(tags)
     if not isinstance(out["histograms"], bool):
@@ -143,11 +148,6 @@ class WandbLogger:
                  name: str | None = None, group: str | None = None,
                  groups: Mapping[str, str] | None = None) -> None:
         s = _validate(settings)
-        try:
-            import wandb
-        except ImportError:
-            raise RuntimeError(_MISSING_WANDB) from None
-        self._wandb = wandb
         self.settings = s
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -159,11 +159,23 @@ class WandbLogger:
         self._layout: dict[int, Any] | None = None
         self._graph_ok = True
         self._finished = False
-        self.run = self._init_run(s, config, name or s["name"], group or s["group"])
+        with contextlib.ExitStack() as stack:
+            if s["mode"] != "online":
+                # crash reporting would contact its server: older wandb reads the switch when it
+                # is imported, wandb-core when its service process starts (in wandb.init)
+                stack.enter_context(_env_default("WANDB_ERROR_REPORTING", "false"))
+            try:
+                import wandb
+            except ImportError:
+                raise RuntimeError(_MISSING_WANDB) from None
+            self._wandb = wandb
+            self.run = self._init_run(s, config, name or s["name"], group or s["group"])
 
     def _init_run(self, s: Mapping[str, Any], config: Mapping, name: str | None, group: str | None):
         wandb = self._wandb
-        wanted = {
+        # every one of these exists since wandb 0.19.10; should a later wandb rename one,
+        # Settings() fails loudly rather than the run quietly recording more
+        private = {
             # nothing about the code, the repository, the command line (which may carry secrets),
             # the host or the console output goes into the run
             "save_code": False, "disable_code": True, "disable_git": True,
@@ -172,24 +184,18 @@ class WandbLogger:
             "x_disable_stats": True,
             "console": "off",
             "disable_job_creation": True,
+            # only where the run is saved, not the history of every metric at finish()
+            "quiet": True,
         }
-        # an older wandb without one of the internal x_ settings would reject the whole Settings
-        fields = getattr(wandb.Settings, "model_fields", None)
-        if fields is not None:
-            wanted = {k: v for k, v in wanted.items() if k in fields}
-        with contextlib.ExitStack() as stack:
-            if s["mode"] != "online":
-                # wandb-core's crash reporting would otherwise be enabled in its service process
-                stack.enter_context(_env_default("WANDB_ERROR_REPORTING", "false"))
-            return wandb.init(
-                project=s["project"], entity=s["entity"], name=name, group=group,
-                tags=s["tags"] or None, config=sanitize_config(config), dir=str(self.run_dir),
-                mode=s["mode"],
-                # several loggers may live in one process (a sweep's runs, tests): never hand back
-                # or finish another logger's run
-                reinit="create_new",
-                settings=wandb.Settings(**wanted),
-            )
+        return wandb.init(
+            project=s["project"], entity=s["entity"], name=name, group=group,
+            tags=s["tags"] or None, config=sanitize_config(config), dir=str(self.run_dir),
+            mode=s["mode"],
+            # several loggers may live in one process (a sweep's runs, tests): never hand back
+            # or finish another logger's run
+            reinit="create_new",
+            settings=wandb.Settings(**private),
+        )
 
     # --------------------------------------------------------------------------------- rounds
     def log_round(self, round: int, rows: Sequence[Mapping], network: Mapping, ties=None,
@@ -214,7 +220,7 @@ class WandbLogger:
         fallbacks = [x for x in (_number(r.get("fallbacks")) for r in rows) if x is not None]
         if fallbacks:
             data["llm/fallbacks"] = sum(fallbacks)
-        for key, value in network.items():
+        for key, value in (network or {}).items():
             x = _number(value)
             if key == "round" or x is None:
                 continue
@@ -262,10 +268,14 @@ class WandbLogger:
 
     @staticmethod
     def _tie_values(ties) -> np.ndarray:
-        """The finite stored tie strengths of the sparse matrix ``ties`` (empty when None)."""
+        """The finite non-zero tie strengths of ``ties`` (sparse or dense; empty when None)."""
         if ties is None:
             return np.zeros(0)
-        values = np.asarray(getattr(ties, "data", ties), dtype=float).ravel()
+        if sp.issparse(ties):
+            values = np.asarray(ties.data, dtype=float)
+        else:
+            values = np.asarray(ties, dtype=float).ravel()
+            values = values[values != 0]
         return values[np.isfinite(values)]
 
     def _sample_posts(self, round: int, posts: Sequence[Mapping]) -> None:
@@ -290,57 +300,64 @@ class WandbLogger:
         """The tie graph as a ``wandb.Image`` (None when it cannot be drawn)."""
         if not self._graph_ok:
             return None
+        n = ties.shape[0]
+        if n > MAX_GRAPH_NODES:
+            warnings.warn(f"wandb tie graph skipped: {n} agents, more than {MAX_GRAPH_NODES} to lay out",
+                          RuntimeWarning, stacklevel=3)
+            self._graph_ok = False
+            return None
         try:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
+            pixels = self._draw_ties(ties, round)
         except ImportError:
             warnings.warn("wandb tie graph skipped: matplotlib is not installed "
                           "(pip install 'socialgym[plot]')", RuntimeWarning, stacklevel=3)
             self._graph_ok = False
             return None
-        try:
-            import networkx as nx
-            import scipy.sparse as sp
-
-            W = sp.coo_matrix(ties)
-            n = W.shape[0]
-            G = nx.DiGraph()
-            G.add_nodes_from(range(n))
-            keep = (W.row != W.col) & np.isfinite(W.data) & (W.data != 0)
-            G.add_weighted_edges_from(zip(W.row[keep].tolist(), W.col[keep].tolist(),
-                                          np.abs(W.data[keep]).tolist()))
-            # start from the previous layout so that consecutive graphs are comparable
-            init = None
-            if self._layout is not None and all(i in self._layout for i in range(n)):
-                init = self._layout
-            pos = nx.spring_layout(G, pos=init, seed=0, weight="weight") if n else {}
-            self._layout = pos
-
-            labels = self._node_groups(n)
-            names = sorted({g for g in labels if g})
-            cmap = {g: f"C{i % 10}" for i, g in enumerate(names)}
-            fig = Figure(figsize=(6, 6), dpi=100)
-            FigureCanvasAgg(fig)
-            ax = fig.add_subplot()
-            ax.set_axis_off()
-            ax.set_title(f"ties after round {round} ({G.number_of_edges()} edges)")
-            if G.number_of_edges():
-                w = np.array([d["weight"] for _, _, d in G.edges(data=True)])
-                nx.draw_networkx_edges(G, pos, ax=ax, arrows=False, alpha=0.35, edge_color="0.4",
-                                       width=0.3 + 2.0 * w / w.max())
-            if n:
-                nx.draw_networkx_nodes(G, pos, ax=ax, node_size=max(10, 300 - n),
-                                       node_color=[cmap.get(g, "0.6") for g in labels])
-            for g in names:
-                ax.scatter([], [], color=cmap[g], label=g)
-            if names:
-                ax.legend(loc="best", fontsize="small", frameon=False)
-            fig.canvas.draw()
-            pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-            return self._wandb.Image(pixels, caption=f"round {round}")
         except Exception as exc:   # a figure must never abort a long simulation
             warnings.warn(f"wandb tie graph of round {round} skipped: {exc!r}", RuntimeWarning, stacklevel=3)
             return None
+        return self._wandb.Image(pixels, caption=f"round {round}")
+
+    def _draw_ties(self, ties, round: int) -> np.ndarray:
+        """The tie graph of ``ties`` (a sparse or dense n x n matrix) as an RGB array: nodes
+        coloured by group, edge width proportional to |W_ij|."""
+        # matplotlib's Figure, not pyplot: no global figure list or backend state to disturb
+        import networkx as nx
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        W = sp.coo_matrix(ties)
+        n = W.shape[0]
+        G = nx.DiGraph()
+        G.add_nodes_from(range(n))
+        keep = (W.row != W.col) & np.isfinite(W.data) & (W.data != 0)
+        G.add_weighted_edges_from(zip(W.row[keep].tolist(), W.col[keep].tolist(), np.abs(W.data[keep]).tolist()))
+        # start from the previous layout so that consecutive graphs are comparable
+        init = self._layout if self._layout is not None and len(self._layout) == n else None
+        pos = nx.spring_layout(G, pos=init, seed=0, weight="weight") if n else {}
+        self._layout = pos
+
+        labels = self._node_groups(n)
+        names = sorted({g for g in labels if g})
+        colour = {g: f"C{i % 10}" for i, g in enumerate(names)}
+        fig = Figure(figsize=(6, 6), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        ax.set_axis_off()
+        ax.set_title(f"ties after round {round}: {n} agents, {G.number_of_edges()} ties")
+        if G.number_of_edges():
+            w = np.array([d["weight"] for _, _, d in G.edges(data=True)])
+            nx.draw_networkx_edges(G, pos, ax=ax, arrows=False, alpha=0.4, edge_color="0.35",
+                                   width=0.2 + 1.8 * w / w.max())
+        if n:
+            nx.draw_networkx_nodes(G, pos, ax=ax, node_size=max(15.0, min(120.0, 4000.0 / n)),
+                                   node_color=[colour.get(g, "0.6") for g in labels], alpha=0.9)
+        for g in names:
+            ax.scatter([], [], color=colour[g], label=g)
+        if names:
+            ax.legend(loc="upper right", fontsize="small", frameon=False)
+        fig.canvas.draw()
+        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
 
     def _node_groups(self, n: int) -> list[str]:
         """Group label of node i (agent_<i>), '' when unknown."""
