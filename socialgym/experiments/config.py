@@ -153,7 +153,7 @@ class LoggingConfig:
     events: bool = True
     """events.jsonl: every action, vote and tie update."""
     ties: bool = True
-    """ties/round_XXXX.npz: W after every round."""
+    """ties/round_0001.npz, ...: W after every round."""
     transcripts: bool = False
     """transcripts.jsonl: every LLM prompt and reply."""
     network_every: int = 1

@@ -269,11 +269,7 @@ class _Run:
         if rec is not None:
             rewards = dict(zip(REWARD_NAMES, rec.components.mean(axis=0).tolist()))
             rewards["total"] = float(rec.totals.mean())
-            network = {}
-            rows = (self.out / "network.csv").read_text().splitlines() if (self.out / "network.csv").exists() else []
-            if len(rows) >= 2:
-                network = {k: _number(v) for k, v in zip(rows[0].split(","), rows[-1].split(","))}
-            final = {"rewards": rewards, "network": network}
+            final = {"rewards": rewards, "network": self._last_network()}
         llm = None
         if usage is not None:
             t = usage.total()
@@ -290,6 +286,20 @@ class _Run:
         tmp.write_text(json.dumps(summary, indent=1, default=_json_default) + "\n")
         os.replace(tmp, self.out / "summary.json")
         return summary
+
+
+    def _last_network(self) -> dict:
+        """The last row of network.csv (read back, so a resumed run reports the same)."""
+        path = self.out / "network.csv"
+        if not path.exists():
+            return {}
+        with open(path, "rb") as f:               # only the file's tail: the header and last line
+            header = f.readline().decode().rstrip("\n").split(",")
+            f.seek(max(0, path.stat().st_size - 65536))
+            lines = f.read().decode(errors="replace").splitlines()
+        if not lines or lines[-1].split(",")[0] in ("round", ""):
+            return {}
+        return {k: _number(v) for k, v in zip(header, lines[-1].split(","))}
 
 
 def _attach(client, policy, env) -> None:
