@@ -14,15 +14,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from socialgym.agents.demo import COMPACT_POLICY
+
 DEMO_CONFIG = {
     "seed": 0,
     "env": {"n_agents": 6, "n_actions": 2, "max_rounds": 4, "recommender": "random", "feed_size": 4,
             "vote_feed_size": 4},
-    "policy": {"kind": "llm", "coach": False,
-               # the compact settings a 135M-parameter model on two CPU cores needs (docs/llm.md)
-               "params": {"text_chars": 60, "new_topics": False, "max_users": 4, "max_posts": 4, "max_dms": 2,
-                          "max_vote_items": 4, "max_topics": 6, "item_chars": 60,
-                          "memory": {"conversation_limit": 4, "opinion_limit": 2, "relationships_in_prompt": 3}}},
+    "policy": {"kind": "llm", "coach": False, "params": COMPACT_POLICY},
     "llm": {"max_concurrency": 4},
     "logging": {"transcripts": True},
 }

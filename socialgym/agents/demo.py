@@ -25,6 +25,13 @@ from socialgym.config import REWARD_NAMES
 from socialgym.llm import LLMClient, local_server
 
 
+# What a 135M-parameter model on two CPU cores needs (docs/llm.md): short texts, topics from a
+# list, short item lists, a small memory. Shared with `socialgym demo`.
+COMPACT_POLICY = {"text_chars": 60, "new_topics": False, "max_users": 4, "max_posts": 4, "max_dms": 2,
+                  "max_vote_items": 4, "max_topics": 6, "item_chars": 60,
+                  "memory": {"conversation_limit": 4, "opinion_limit": 2, "relationships_in_prompt": 3}}
+
+
 @dataclass(frozen=True)
 class DemoArgs:
     agents: int = 6
@@ -56,10 +63,7 @@ def run(args: DemoArgs) -> dict:
         api_key = srv.api_key if srv is not None else None
         with LLMClient(base_url, model, api_key=api_key, max_concurrency=args.max_concurrency,
                        temperature=0.7, seed=args.seed, cache=args.cache) as client:
-            policy = LLMPolicy(client, personas, coach=Coach(client) if args.coach else None,
-                               text_chars=60, new_topics=False, max_users=4, max_posts=4, max_dms=2,
-                               max_vote_items=4, max_topics=6, item_chars=60,
-                               memory={"conversation_limit": 4, "opinion_limit": 2, "relationships_in_prompt": 3})
+            policy = LLMPolicy(client, personas, coach=Coach(client) if args.coach else None, **COMPACT_POLICY)
             scorer = None
             if args.tie_scorer == "llm":
                 from socialgym.ties.llm_scorer import LLMTieScorer

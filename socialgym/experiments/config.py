@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from socialgym.config import REWARD_NAMES, FeedConfig
+from socialgym.config import FeedConfig
 
 POLICY_KINDS = ("random", "greedy", "llm")
 BACKENDS = ("local", "ray")
@@ -518,5 +518,3 @@ def _redact(value: Any) -> Any:
 def dump_yaml(cfg: ExperimentConfig, path: str | Path) -> None:
     Path(path).write_text(yaml.safe_dump(to_dict(cfg, redact=True), sort_keys=False))
 
-
-REWARD_COLUMNS = REWARD_NAMES

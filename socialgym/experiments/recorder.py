@@ -59,6 +59,7 @@ class RunRecorder:
                 columns = ROUND_COLUMNS if name == "rounds.csv" else self.network_columns
                 self._files[name].write(",".join(columns) + "\n")
         self._last_network: dict[str, Any] = {}
+        self._fallbacks_seen = 0
 
     # ------------------------------------------------------------------ per round
     def transcript_line(self, entry: Mapping) -> None:
@@ -82,9 +83,10 @@ class RunRecorder:
         fallbacks = np.zeros(n, np.int64)
         if usage is not None:
             index = {a: i for i, a in enumerate(self.agents)}
-            for f in usage.fallbacks:
+            for f in usage.fallbacks[self._fallbacks_seen:]:     # only those since the last round
                 if f.round == r and f.agent in index:
                     fallbacks[index[f.agent]] += 1
+            self._fallbacks_seen = len(usage.fallbacks)
         rows = []
         for i, agent in enumerate(self.agents):
             row = {"round": r, "agent": agent, "group": self.groups[i], "policy": self.kinds[i],

@@ -403,8 +403,4 @@ def _json_default(value):
     return str(value)
 
 
-def load_run_config(out: str | Path) -> ExperimentConfig:
-    return load_config(Path(out) / "config.yaml")
-
-
-__all__ = ["run_experiment", "resume_experiment", "RunError", "load_run_config"]
+__all__ = ["run_experiment", "resume_experiment", "RunError"]
