@@ -3,8 +3,9 @@
 from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.envs import REGISTRY, make
 from socialgym.envs.feed_v0 import env, parallel_env, raw_env
+from socialgym.envs.discussion_v0 import env as discussion_env
 
 __version__ = "0.1.0"
 
-__all__ = ["parallel_env", "env", "raw_env", "make", "REGISTRY", "FeedConfig", "REWARD_NAMES",
+__all__ = ["parallel_env", "env", "raw_env", "discussion_env", "make", "REGISTRY", "FeedConfig", "REWARD_NAMES",
            "__version__"]

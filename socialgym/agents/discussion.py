@@ -1,0 +1,254 @@
+"""LLM participants of the discussion environment: users, the moderator, the moderator's coach.
+
+Each prompt follows the paper's eq. 2: the speaker's instruction prompt (actor prompt, role
+instructions, SocioDemographic Background; App. A.4) followed by the opening post and the
+last h comments. Replies are JSON under a schema: a user writes ``{"comment": ...}``; the
+moderator's reply is a discriminated union of four shapes — respond, stay silent, warn @user,
+ban @user — whose ``user`` is an enum of the users still in the discussion, so a server with
+constrained decoding cannot name a stranger or attach a ban to a silent turn. Replies still
+invalid after the client's re-prompts fall back (a user passes, the moderator stays silent)
+and the fallback is recorded in ``client.usage.fallbacks``, as in the feed environment.
+
+Policies are called as ``policy.act(agent, observation, info)`` and read ``info["view"]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+from socialgym.discussion.prompts import (
+    MODERATION_GAME_SCORES, MODERATOR_ACTOR, ROLE_INSTRUCTIONS, USER_ACTOR, moderator_instructions,
+)
+from socialgym.discussion.rewards import MODERATOR_TERMS, ModerationScores
+from socialgym.discussion.sdb import SDB, generate_sdbs, sdb_block
+from socialgym.llm.schemas import Checked, check_tips, tips_schema
+from socialgym.llm.usage import Fallback
+
+
+def _conversation(view: dict, chars: int) -> str:
+    lines = [f"Post: {view['topic']}"]
+    for c in view["comments"]:
+        lines.append(f"{c['author']}{' (moderator)' if c['moderator'] else ''}: {c['text'][:chars]}")
+    return "\n".join(lines)
+
+
+def _fallback(client, agent, turn, purpose, reason, used) -> None:
+    client.usage.record_fallback(Fallback(agent, turn, purpose, None, str(reason), used))
+
+
+# ---------------------------------------------------------------------------- users
+def comment_schema(max_chars: int) -> dict:
+    return {"type": "object", "properties": {"comment": {"type": "string", "maxLength": max_chars}},
+            "required": ["comment"], "additionalProperties": False}
+
+
+def check_comment(value, max_chars: int) -> Checked:
+    if not isinstance(value, dict) or not isinstance(value.get("comment"), str):
+        return Checked(None, ['the reply must be {"comment": "<text>"}'])
+    extra = sorted(set(value) - {"comment"})
+    text = value["comment"]
+    errors = [f"unexpected key(s) {extra}"] if extra else []
+    if len(text) > max_chars:
+        errors.append(f"comment is {len(text)} characters; at most {max_chars}")
+        text = text[:max_chars]
+    return Checked(text, errors)
+
+
+class LLMDiscussant:
+    """LLM users. ``sdbs``: one background per user (by username or in agent order), or None
+    to draw them (``generate_sdbs``). The role's instructions (A.4.3) become the SDB's special
+    instructions unless ``roles=False`` (the paper's no-roles ablation)."""
+
+    def __init__(self, client, sdbs: Mapping[str, SDB] | Sequence[SDB] | None = None, *,
+                 instructions: str = USER_ACTOR, roles: bool = True, with_sdb: bool = True, seed: int = 0,
+                 max_chars: int = 600, max_tokens: int = 160, context_chars: int = 600) -> None:
+        self.client = client
+        self._sdbs = dict(sdbs) if isinstance(sdbs, Mapping) else (list(sdbs) if sdbs is not None else None)
+        self.assigned: dict[str, SDB] = {}
+        self.instructions, self.roles, self.with_sdb, self.seed = instructions, roles, with_sdb, seed
+        self.max_chars, self.max_tokens, self.context_chars = max_chars, max_tokens, context_chars
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "client": None}
+
+    def sdb(self, agent: str, view: dict) -> SDB:
+        if agent not in self.assigned:
+            given = self._sdbs
+            if isinstance(given, dict):
+                sdb = given.get(view["username"]) or given.get(agent)
+                if sdb is None:
+                    raise ValueError(f"no SDB for {agent} ({view['username']})")
+            else:
+                index = int(agent.rsplit("_", 1)[-1])
+                pool = given if given is not None else generate_sdbs(index + 1, seed=self.seed)
+                if index >= len(pool):
+                    raise ValueError(f"{len(pool)} SDBs for user index {index}; give one per user")
+                sdb = pool[index]
+            self.assigned[agent] = dataclasses.replace(sdb, username=view["username"])
+        return self.assigned[agent]
+
+    def messages(self, agent: str, view: dict) -> list[dict]:
+        sdb = self.sdb(agent, view)
+        role_text = ROLE_INSTRUCTIONS[view["role"]] if self.roles else ""
+        sdb = dataclasses.replace(sdb, special_instructions=role_text or sdb.special_instructions)
+        background = f"\n\n{sdb_block(sdb)}" if self.with_sdb else f"\n\nUsername: {view['username']}"
+        warned = (f"\nThe moderator has warned you {view['warnings']} time(s)." if view["warnings"] else "")
+        system = (f"{self.instructions}{background}{warned}\n\nReply only with JSON: "
+                  '{"comment": "<your comment>"} (an empty comment means you stay silent).')
+        user = (f"{_conversation(view, self.context_chars)}\n\n"
+                f"Write your next comment as {view['username']}.")
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def act(self, agent: str, observation, info: dict) -> str:
+        view = info["view"]
+        reply = self.client.run(self.client.complete_json(
+            self.messages(agent, view), comment_schema(self.max_chars), lambda v: check_comment(v, self.max_chars),
+            name="comment", agent=agent, round=view["turn"], purpose="comment", max_tokens=self.max_tokens))
+        if reply.ok:
+            return reply.checked.value
+        if reply.checked is not None and reply.checked.value:          # too long: keep the cut text
+            _fallback(self.client, agent, view["turn"], "comment", reply.error, "comment cut to max_chars")
+            return reply.checked.value
+        _fallback(self.client, agent, view["turn"], "comment", reply.error, "pass (no comment)")
+        return ""
+
+
+# ---------------------------------------------------------------------------- moderator
+def moderator_schema(users: Sequence[str], max_chars: int) -> dict:
+    text = {"type": "string", "minLength": 1, "maxLength": max_chars}
+    variants = [
+        {"type": "object", "properties": {"action": {"type": "string", "enum": ["respond"]}, "text": text},
+         "required": ["action", "text"], "additionalProperties": False},
+        {"type": "object", "properties": {"action": {"type": "string", "enum": ["silent"]}},
+         "required": ["action"], "additionalProperties": False},
+    ]
+    if users:
+        for kind in ("warn", "ban"):
+            variants.append({"type": "object", "properties": {
+                "action": {"type": "string", "enum": [kind]}, "user": {"type": "string", "enum": list(users)},
+                "text": text}, "required": ["action", "user", "text"], "additionalProperties": False})
+    return {"anyOf": variants}
+
+
+def check_moderation(value, users: Sequence[str], max_chars: int) -> Checked:
+    """The reply as the environment's moderator action (``{"text", "warn", "ban"}``)."""
+    if not isinstance(value, dict):
+        return Checked(None, ["the reply must be a JSON object with an action"])
+    kind = value.get("action")
+    if kind == "silent":
+        return Checked({"text": ""}, [] if set(value) <= {"action", "text"} else ["silent takes no other keys"])
+    if kind not in ("respond", "warn", "ban"):
+        return Checked(None, [f"action must be respond, silent, warn or ban; got {kind!r}"])
+    text = value.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return Checked(None, [f"a {kind} action needs a non-empty text"])
+    errors = []
+    if len(text) > max_chars:
+        errors.append(f"text is {len(text)} characters; at most {max_chars}")
+        text = text[:max_chars]
+    if kind == "respond":
+        return Checked({"text": text}, errors)
+    user = value.get("user")
+    if user not in users:
+        return Checked({"text": text}, errors + [f"user must be one of {list(users)}; got {user!r}"])
+    return Checked({"text": text, kind: user}, errors)
+
+
+class LLMModerator:
+    """The LLM moderator under one of the paper's strategies (``socialgym.discussion.prompts.STRATEGIES``
+    except ``no_moderator``). ``coach``: a ``ModeratorCoach`` asked for tips every
+    ``coach_every`` moderator turns from the moderation-game outcomes so far."""
+
+    def __init__(self, client, strategy: str = "no_instructions", sdb: SDB | None = None, *,
+                 scores: ModerationScores | Mapping[str, float] | None = None, coach: "ModeratorCoach | None" = None,
+                 coach_every: int = 4, with_sdb: bool = True, max_chars: int = 600, max_tokens: int = 200,
+                 context_chars: int = 600, seed: int = 0) -> None:
+        self.client = client
+        self.strategy = strategy
+        self.scores = ModerationScores.coerce(scores)
+        game = {k: self.scores.points()[k] for k in MODERATION_GAME_SCORES}
+        self.instructions = moderator_instructions(strategy, game)       # validates the strategy
+        self.sdb = sdb or generate_sdbs(1, seed=seed + 104729)[0]
+        self.coach, self.coach_every = coach, coach_every
+        self.with_sdb, self.max_chars, self.max_tokens, self.context_chars = with_sdb, max_chars, max_tokens, context_chars
+        self.reset()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "client": None}
+
+    def reset(self) -> None:
+        self.outcomes = {t: 0.0 for t in MODERATOR_TERMS}
+        self.turns = 0
+        self.tips: list[str] = []
+
+    def messages(self, view: dict) -> list[dict]:
+        sdb = dataclasses.replace(self.sdb, username="moderator")
+        background = f"\n\n{sdb_block(sdb)}" if self.with_sdb else ""
+        tips = ("\n\nCoach tips: " + " ".join(self.tips)) if self.tips else ""
+        warned = ", ".join(f"{u} ({n} warning{'s' * (n > 1)})" for u, n in view["warned"].items()) or "nobody"
+        system = (f"{MODERATOR_ACTOR}\n\n{self.instructions}{background}{tips}\n\n"
+                  "Reply only with JSON, one of: "
+                  '{"action": "respond", "text": "..."}, {"action": "silent"}, '
+                  '{"action": "warn", "user": "<username>", "text": "..."}, '
+                  '{"action": "ban", "user": "<username>", "text": "..."}.')
+        user = (f"{_conversation(view, self.context_chars)}\n\nUsers: {', '.join(view['users']) or 'none'}. "
+                f"Warned so far: {warned}.\nYour move as the moderator.")
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def act(self, agent: str, observation, info: dict) -> dict:
+        view = info["view"]
+        for term, value in info.get("reward_terms", {}).items():
+            self.outcomes[term] = self.outcomes.get(term, 0.0) + value
+        self.turns += 1
+        if self.coach is not None and self.turns % self.coach_every == 0:
+            reply = self.client.run(self.coach.atips(self.outcomes, self.scores, view["turn"]))
+            if reply.ok:
+                self.tips = list(reply.checked.value)
+            else:
+                _fallback(self.client, agent, view["turn"], "coach", reply.error, "no tip")
+        users = view["users"]
+        reply = self.client.run(self.client.complete_json(
+            self.messages(view), moderator_schema(users, self.max_chars),
+            lambda v: check_moderation(v, users, self.max_chars), name="moderation", agent=agent,
+            round=view["turn"], purpose="moderate", max_tokens=self.max_tokens))
+        if reply.ok:
+            action = reply.checked.value
+        else:
+            action = {"text": ""}
+            _fallback(self.client, agent, view["turn"], "moderate", reply.error, "silent")
+        self.outcomes["intervene"] += bool(action["text"])
+        self.outcomes["warn"] += "warn" in action
+        self.outcomes["ban"] += "ban" in action
+        return action
+
+
+class ModeratorCoach:
+    """Tips for the moderator from its moderation-game outcomes so far (coaching in context,
+    as the feed environment's coach does for users)."""
+
+    SYSTEM = ("You coach an online discussion moderator who plays a scored moderation game. "
+              "Give 3-5 short, concrete tips that would raise the moderator's score from here. "
+              'Reply only with JSON: {"tips": ["...", "..."]}.')
+
+    def __init__(self, client, *, max_tokens: int = 200) -> None:
+        self.client = client
+        self.max_tokens = max_tokens
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "client": None}
+
+    def messages(self, outcomes: Mapping[str, float], scores: ModerationScores) -> list[dict]:
+        points = scores.points()
+        lines = "\n".join(f"- {t}: {outcomes.get(t, 0):g} times, {points[t]:+g} points each" for t in MODERATOR_TERMS)
+        total = sum(points[t] * outcomes.get(t, 0) for t in MODERATOR_TERMS)
+        user = (f"Outcomes so far (score {total:+g}):\n{lines}\n"
+                "intervene = any reply; warn/ban = disciplinary actions; toxic = a toxic user comment; "
+                "civil = a civil comment without recent warnings or bans; recovery = a toxic user "
+                "turned civil after an intervention.")
+        return [{"role": "system", "content": self.SYSTEM}, {"role": "user", "content": user}]
+
+    async def atips(self, outcomes: Mapping[str, float], scores: ModerationScores, turn: int | None = None):
+        return await self.client.complete_json(self.messages(outcomes, scores), tips_schema(), check_tips,
+                                               name="coach_tips", agent="moderator", round=turn,
+                                               purpose="coach", max_tokens=self.max_tokens)
