@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser demo demo-no-llm llm-demo test bench bench-llm cocoon clean
+.PHONY: install browser demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,14 @@ bench-llm: install
 ## cocoon: the information-cocoon experiment (plots and results.json in runs/cocoon)
 cocoon: install
 	$(BIN)/python -m socialgym.baselines.cocoon --out runs/cocoon
+
+## moderation: the six LLM moderation strategies in synthetic discussions (embedded model; runs/moderation)
+moderation: install
+	$(BIN)/socialgym moderation --out runs/moderation --discussions 2 --turns 6 --users 4 --annotators 3
+
+## moderation-no-llm: the same pipeline with scripted users/moderator and lexicon annotators (seconds)
+moderation-no-llm: install
+	$(BIN)/socialgym moderation --no-llm --out runs/moderation-no-llm --discussions 10
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

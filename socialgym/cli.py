@@ -4,6 +4,7 @@
     socialgym resume DIR                                         # continue after a crash or kill
     socialgym report DIR                                         # rebuild plots/ and report.html
     socialgym demo [--no-llm] [--out DIR]                        # zero-config: LLM agents, embedded model
+    socialgym moderation --out DIR [--discussions N ...]         # the six moderation strategies compared
 
 Config errors print one line naming the key and exit with status 2.
 """
@@ -50,7 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
     p_demo.add_argument("--no-llm", action="store_true", help="scripted agents (greedy + random) instead")
     p_demo.add_argument("--out", default=None, help="run directory (default: runs/demo[-no-llm]-N)")
+    from socialgym.experiments import moderation
+
+    p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
+                           description=moderation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    moderation.add_arguments(p_mod)
     args = parser.parse_args(argv)
+    if args.command == "moderation":
+        return _moderation(args)
 
     from socialgym.experiments import ConfigError, RunError
 
@@ -118,6 +126,20 @@ def _demo(args) -> int:
     print(f"socialgym demo: {cfg.env['n_agents']} {what}, {cfg.env['max_rounds']} rounds -> {out}")
     summary = run_experiment(cfg, out)
     _print_done(out, summary)
+    return 0
+
+
+def _moderation(args) -> int:
+    from socialgym.experiments import moderation
+
+    try:
+        cfg = moderation.from_arguments(args)
+    except ValueError as err:
+        print(f"socialgym moderation: error: {err}", file=sys.stderr)
+        return 2
+    summary = moderation.run_experiment(cfg, args.out, progress=not args.quiet)
+    print(f"{summary['discussions']} discussions, {summary['comments']} comments in {summary['seconds']} s; "
+          f"see {Path(args.out) / 'summary.md'}")
     return 0
 
 

