@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm clean
+.PHONY: install browser demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm train clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ moderation: install
 ## moderation-no-llm: the same pipeline with scripted users/moderator and lexicon annotators (seconds)
 moderation-no-llm: install
 	$(BIN)/socialgym moderation --no-llm --out runs/moderation-no-llm --discussions 10
+
+## train: PPO with parameter sharing on the feed env (runs/ppo), then random/greedy/PPO evaluation
+train: install
+	$(BIN)/python -m socialgym.baselines.ppo --iterations 60 --out runs/ppo
+	$(BIN)/python -m socialgym.baselines.evaluate --model runs/ppo/model.pt --episodes 10
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

@@ -32,7 +32,7 @@ import yaml
 
 from socialgym.config import FeedConfig
 
-POLICY_KINDS = ("random", "greedy", "llm")
+POLICY_KINDS = ("random", "greedy", "llm", "torch")
 BACKENDS = ("local", "ray")
 WANDB_MODES = ("online", "offline", "disabled")
 SECRET_KEY = re.compile(r"(api_key|token|secret|password)", re.IGNORECASE)

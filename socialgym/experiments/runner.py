@@ -208,7 +208,15 @@ class _Run:
             from socialgym.ties.llm_scorer import LLMTieScorer
             env_kwargs["tie_scorer"] = LLMTieScorer(client, personas=dict(zip(agents, personas))
                                                     if personas is not None else None)
+        if any(g.kind == "torch" for g in groups):     # trained networks read the numeric part
+            env_kwargs["obs_format"] = "both"
         env = socialgym.parallel_env(**env_kwargs, seed=self.seed)
+        for owner in owners:
+            if hasattr(owner, "check_env"):
+                try:
+                    owner.check_env(env)
+                except ValueError as exc:
+                    raise RunError(str(exc)) from None
         policy = next(iter(owners)) if len(owners) == 1 else PolicyMix(owners)
         return env, policy, {"group": labels, "kind": kinds, "coached": coached}
 
@@ -227,8 +235,17 @@ class _Run:
     def _scripted(self, group, index: int):
         from socialgym.baselines import GreedyPolicy, RandomPolicy
 
-        cls = {"random": RandomPolicy, "greedy": GreedyPolicy}[group.kind]
         params = {"seed": self.seed * 1000 + index, **dict(group.params)}
+        if group.kind == "torch":              # a trained network (socialgym.baselines.ppo)
+            path = params.pop("path", None)
+            if not path:
+                raise RunError(f"policy group {group.name!r} (torch): params.path must name a model.pt")
+            from socialgym.baselines.ppo import TorchPolicy
+            try:
+                return TorchPolicy.load(path, **params)
+            except (OSError, ValueError, TypeError) as exc:
+                raise RunError(f"policy group {group.name!r} (torch): {exc}") from None
+        cls = {"random": RandomPolicy, "greedy": GreedyPolicy}[group.kind]
         try:
             return cls(**params)
         except TypeError as exc:

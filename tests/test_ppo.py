@@ -1,0 +1,170 @@
+"""The PPO baseline: GAE by hand, masks, the update's direction, training artefacts,
+TorchPolicy in mixed runs (PolicyMix, the experiment runner), the CLI and evaluation."""
+
+from __future__ import annotations
+
+import csv
+import pickle
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import socialgym  # noqa: E402
+from socialgym.agents import PolicyMix  # noqa: E402
+from socialgym.baselines import GreedyPolicy, RandomPolicy  # noqa: E402
+from socialgym.baselines import ppo  # noqa: E402
+from socialgym.baselines.evaluate import evaluate, learning_curve, write_table  # noqa: E402
+
+SMALL = dict(n_agents=6, n_actions=2, max_rounds=3, feed_size=4, vote_feed_size=4, dm_inbox_size=3)
+
+
+def test_gae_by_hand():
+    # one agent, rewards 0, 1, 2; values 0.5 each; gamma = lambda = 0.5
+    # t=2: delta = 2 - 0.5 = 1.5                      A2 = 1.5
+    # t=1: delta = 1 + 0.5*0.5 - 0.5 = 0.75           A1 = 0.75 + 0.25*1.5 = 1.125
+    # t=0: delta = 0 + 0.25 - 0.5 = -0.25             A0 = -0.25 + 0.25*1.125 = 0.03125
+    adv, ret = ppo.gae(torch.tensor([[0.0], [1.0], [2.0]]), torch.full((3, 1), 0.5), 0.5, 0.5)
+    assert adv[:, 0].tolist() == pytest.approx([0.03125, 1.125, 1.5])
+    assert ret[:, 0].tolist() == pytest.approx([0.53125, 1.625, 2.0])
+
+
+def test_masks_padding_and_empty_components():
+    heads = ppo.Heads(np.array([2, 3, 1]), act_length=2)
+    m1 = (np.array([1, 0], np.int8), np.array([0, 0, 0], np.int8), np.array([1], np.int8))
+    m2 = (np.array([1, 1], np.int8), np.array([0, 1, 1], np.int8), np.array([1], np.int8))
+    out = heads.masks([m1, m2, m1])
+    assert out.shape == (3, 3, 3)
+    assert out[0].tolist() == [[True, False, False], [True, False, False], [True, False, False]]
+    assert out[1].tolist() == [[True, True, False], [False, True, True], [True, False, False]]
+    assert (out[2] == out[0]).all()
+    assert heads.phase_weight.tolist() == [[1, 1, 0], [0, 0, 1]]
+
+
+def test_update_moves_probability_towards_advantage():
+    """One PPO update on a batch where action 1 of a single 2-way head has positive advantage
+    and action 0 negative: the policy's probability of action 1 rises."""
+    torch.manual_seed(0)
+    heads = ppo.Heads(np.array([2]), act_length=1)
+    net = ppo.ActorCritic(3, heads.K, heads.M, 16)
+    x = torch.ones(64, 3)
+    mask = torch.ones(64, 1, 2, dtype=torch.bool)
+    actions = torch.tensor([[0], [1]] * 32)
+    w = torch.ones(64, 1)
+    with torch.no_grad():
+        _, logp, _, _ = ppo._evaluate(net, x, mask, w, actions)
+        before = net(x[:1], mask[:1])[0].exp()[0, 0, 1].item()
+    batch = {"x": x, "mask": mask, "phase": torch.zeros(64, dtype=torch.long), "actions": actions,
+             "logp": logp, "adv": torch.where(actions[:, 0] == 1, 1.0, -1.0), "ret": torch.zeros(64)}
+    args = ppo.Args(epochs=4, minibatch=32, learning_rate=1e-2, entropy_coef=0.0)
+    stats = ppo._update(net, torch.optim.Adam(net.parameters(), lr=1e-2), batch, torch.ones(1, 1), args,
+                        torch.Generator().manual_seed(0))
+    after = net(x[:1], mask[:1])[0].exp()[0, 0, 1].item()
+    assert after > before + 0.05
+    assert set(stats) == {"policy_loss", "value_loss", "entropy", "approx_kl"}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ppo")
+    args = ppo.Args(**SMALL, iterations=2, episodes_per_iteration=2, minibatch=64, out=str(out), seed=3)
+    result = ppo.train(args, progress=False)
+    return out, args, result
+
+
+def test_training_writes_model_log_and_args(trained):
+    out, args, result = trained
+    rows = list(csv.DictReader(open(out / "train_log.csv")))
+    assert [int(r["iteration"]) for r in rows] == [1, 2]
+    # decisions per iteration: episodes * agents * 2 decisions per round * rounds
+    assert int(rows[0]["decisions"]) == 2 * 6 * 2 * 3
+    assert {"return_mean", "SOC_mean", "EMO_mean", "entropy", "approx_kl"} <= set(rows[0])
+    assert (out / "model.pt").is_file() and (out / "args.json").is_file()
+    assert np.isfinite([float(r["return_mean"]) for r in rows]).all()
+
+
+def test_torch_policy_mixes_with_scripted_agents(trained):
+    out, args, _ = trained
+    policy = ppo.TorchPolicy.load(out / "model.pt", seed=1)
+    env = socialgym.parallel_env(**ppo.env_kwargs(args) | {"obs_format": "both"}, seed=4)
+    policy.check_env(env)
+    mix = PolicyMix({policy: env.possible_agents[:3], GreedyPolicy(seed=0): env.possible_agents[3:]})
+    obs, _ = env.reset(seed=4)
+    steps = 0
+    while env.agents:                                  # strict mode: any invalid action would raise
+        obs, rewards, *_ = env.step(mix.act(obs))
+        steps += 1
+    assert steps == 2 * args.max_rounds
+    # pickles (run checkpoints) and resumes the same random stream
+    clone = pickle.loads(pickle.dumps(policy))
+    obs, _ = env.reset(seed=5)
+    mine = {a: obs[a] for a in env.possible_agents[:3]}
+    a1, a2 = policy.act(mine), clone.act(mine)
+    assert all((a1[k] == a2[k]).all() for k in a1)
+
+
+def test_layout_mismatch_and_bad_inputs(trained, tmp_path):
+    out, args, _ = trained
+    policy = ppo.TorchPolicy.load(out / "model.pt")
+    other = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"n_agents": 7}))
+    with pytest.raises(ValueError, match=r"trained on another layout.*n_agents.*\(6, 7\)"):
+        policy.check_env(other)
+    structured = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"obs_format": "structured"}), seed=0)
+    obs, _ = structured.reset(seed=0)
+    with pytest.raises(ValueError, match="needs numeric observations"):
+        policy.act(obs)
+    with pytest.raises(FileNotFoundError):
+        ppo.TorchPolicy.load(tmp_path / "missing.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(Exception):
+        ppo.TorchPolicy.load(tmp_path / "junk.pt")
+    torch.save({"format": "other"}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a socialgym PPO checkpoint"):
+        ppo.TorchPolicy.load(tmp_path / "other.pt")
+
+
+def test_experiment_runner_takes_a_torch_group(trained, tmp_path):
+    from socialgym.experiments import RunError, load_config, run_experiment
+
+    out, args, _ = trained
+    env = {k: v for k, v in ppo.env_kwargs(args).items() if k != "obs_format"}
+    cfg = load_config({"seed": 1, "env": env,
+                       "policy": {"groups": [{"name": "ppo", "kind": "torch", "agents": 3,
+                                              "params": {"path": str(out / "model.pt")}},
+                                             {"name": "greedy", "kind": "greedy", "agents": 3}]},
+                       "logging": {"report": False}})
+    summary = run_experiment(cfg, tmp_path / "run", progress=False)
+    assert summary["status"] == "complete" and summary["rounds_completed"] == args.max_rounds
+    bad = load_config({"seed": 1, "env": {**env, "n_agents": 8},
+                       "policy": {"groups": [{"name": "ppo", "kind": "torch", "agents": 4,
+                                              "params": {"path": str(out / "model.pt")}},
+                                             {"name": "greedy", "kind": "greedy", "agents": 4}]},
+                       "logging": {"report": False}})
+    with pytest.raises(RunError, match="another layout"):
+        run_experiment(bad, tmp_path / "bad", progress=False)
+
+
+def test_cli_args_from_the_dataclass():
+    args = ppo.parse_args(["--iterations", "7", "--wandb", "--lambdas", "uniform"])
+    assert args.iterations == 7 and args.wandb is True and args.lambdas == "uniform"
+    docs = ppo._field_docs()
+    assert set(docs) == {f.name for f in __import__("dataclasses").fields(ppo.Args)}
+    assert "Discount per decision" in docs["gamma"]
+
+
+def test_evaluation_table_and_curve(trained, tmp_path):
+    out, args, _ = trained
+    kwargs = ppo.env_kwargs(args) | {"obs_format": "both"}
+    rows = evaluate({"random": lambda: RandomPolicy(seed=0), "greedy": lambda: GreedyPolicy(seed=0),
+                     "ppo": lambda: ppo.TorchPolicy.load(out / "model.pt")}, kwargs, episodes=2, seed=9)
+    assert [r["policy"] for r in rows] == ["random", "greedy", "ppo"]
+    for r in rows:
+        assert np.isfinite([r["SOC"], r["INF"], r["PRE"], r["COORD"], r["EMO"], r["total"]]).all()
+    # same seeds and lambdas for everyone: evaluating one policy twice gives the same numbers
+    again = evaluate({"greedy": lambda: GreedyPolicy(seed=0)}, kwargs, episodes=2, seed=9)
+    assert again[0]["total"] == rows[1]["total"]
+    write_table(rows, tmp_path)
+    assert "| ppo |" in (tmp_path / "evaluation.md").read_text()
+    learning_curve(out / "train_log.csv", tmp_path / "curve.png", {"greedy": rows[1]["total"]})
+    assert (tmp_path / "curve.png").stat().st_size > 1000
