@@ -137,7 +137,11 @@ def _moderation(args) -> int:
     except ValueError as err:
         print(f"socialgym moderation: error: {err}", file=sys.stderr)
         return 2
-    summary = moderation.run_experiment(cfg, args.out, progress=not args.quiet)
+    try:
+        summary = moderation.run_experiment(cfg, args.out, progress=not args.quiet)
+    except ValueError as err:
+        print(f"socialgym moderation: error: {err}", file=sys.stderr)
+        return 2
     print(f"{summary['discussions']} discussions, {summary['comments']} comments in {summary['seconds']} s; "
           f"see {Path(args.out) / 'summary.md'}")
     return 0

@@ -337,3 +337,79 @@ def test_full_scripted_discussion_with_scripted_annotators():
     assert scored["rewards"] == pytest.approx(result["returns"])
     text = env.render() if env.render_mode else env.transcript()
     assert "[bans @user_4]" in text
+
+
+def test_banned_users_are_never_credited_and_live_equals_post_hoc():
+    """A toxic comment that @mentions a banned troll credits nobody (live and post hoc alike)."""
+    rate = ScriptedAnnotator(lambda r: (5, 1) if "idiot" in r.text else (1, 3))
+    env = make(n_users=3, roles={"user_2": "troll"}, turn_taking="round_robin", max_turns=4, annotator=rate).unwrapped
+    users = iter(["calm words", "bait", "more bait", "@user_2 you idiot"])
+    mods = iter(["", {"text": "", "ban": "user_1"}, "", ""])
+    result = run_discussion(env, {"users": lambda a, o, i: next(users), "moderator": lambda a, o, i: next(mods)})
+    # round robin with user_1 banned: user_0, user_1, user_2, user_0
+    assert [r["agent"] for r in result["turns"] if r["agent"] != "moderator"] == ["user_0", "user_1", "user_2", "user_0"]
+    env2 = make(n_users=3, roles={"user_1": "troll"}, turn_taking="round_robin", max_turns=4, annotator=rate).unwrapped
+    users = iter(["calm words", "bait", "more bait", "@user_1 you idiot"])
+    mods = iter(["", {"text": "", "ban": "user_1"}, "", ""])
+    result = run_discussion(env2, {"users": lambda a, o, i: next(users), "moderator": lambda a, o, i: next(mods)})
+    # the troll user_1 is banned at t4; t7 "@user_1 you idiot" (toxicity 5) would pay it 1.0
+    # provoked toxicity, but a banned user is out of the game: its return is only the ban (-2)
+    assert result["returns"]["user_1"] == pytest.approx(-2.0)
+    scored = score_discussion(env2.turn_log, env2.roles, env2.moderator)
+    assert scored["rewards"] == pytest.approx(result["returns"])
+
+
+def test_action_mask_after_a_ban():
+    env = make(n_users=3, turn_taking="round_robin").unwrapped
+    env.reset()
+    assert env.infos["user_0"].get("action_mask") is None
+    env.step("hi")
+    assert env.infos["moderator"]["action_mask"]["ban"].tolist() == [1, 1, 1, 1]
+    env.step({"text": "", "ban": 2})                 # user_1
+    env.step(None)                                   # user_1's dead step
+    env.step("again")                                # user_2 (round robin skips user_1)
+    assert env.agent_selection == "moderator"
+    assert env.infos["moderator"]["action_mask"]["warn"].tolist() == [1, 1, 0, 1]
+
+
+def test_eq3_fallbacks_after_bans():
+    rng = np.random.default_rng(0)
+    # t(i-2) = 1 is banned (not active): always the 0.6 branch, i.e. a user other than t(i-1) = 0
+    picks = {paper_turn([1, 0], [0, 2, 3], rng) for _ in range(200)}
+    assert picks == {2, 3}
+    # one user left: that user speaks, also right after itself
+    assert {paper_turn([0, 2], [2], rng) for _ in range(50)} == {2}
+
+
+def test_annotator_error_leaves_the_env_unchanged():
+    calls = {"n": 0}
+
+    def flaky(request):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("annotator down")
+        return (1, 3)
+
+    env = make(n_users=2, moderator=False, turn_taking="round_robin", annotator=ScriptedAnnotator(flaky)).unwrapped
+    env.reset()
+    env.step("one")
+    with pytest.raises(RuntimeError, match="annotator down"):
+        env.step("two")
+    assert env.turn == 1 and len(env.turn_log) == 1 and len(env.store) == 2 and env.agent_selection == "user_1"
+    env.step("two")                                   # retry works
+    assert [r["text"] for r in env.turn_log] == ["one", "two"]
+    assert env.view("user_0")["comments"][-1]["toxicity"] == 1.0
+
+
+def test_bad_role_names_seed_and_mentions():
+    with pytest.raises(ValueError, match="unknown role 'trolls'"):
+        DiscussionConfig(role_rewards={"trolls": {"toxicity": 1.0}})
+    with pytest.raises(ValueError, match="seed must be None or an integer >= 0"):
+        DiscussionConfig(seed=-1)
+    with pytest.raises(ValueError, match="usernames must be a sequence"):
+        DiscussionConfig(n_users=3, usernames="abc")
+    env = make(n_users=2, invalid="lenient", turn_taking="round_robin").unwrapped
+    env.reset()
+    env.step({"text": "hi", "mentions": [["x"], {"a": 1}, "user_1"]})
+    assert env.turn_log[0]["mentions"] == ["user_1"]
+    assert len(env.infos["user_0"]["invalid"]) == 2

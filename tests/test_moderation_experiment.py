@@ -70,12 +70,24 @@ def test_rerun_resumes_and_a_cut_last_line_is_redone(tmp_path):
     assert cli(args) == 0 and len(path.read_text().splitlines()) == 4       # nothing left to do
 
 
+def test_resume_refuses_another_configuration(tmp_path, capsys):
+    out = tmp_path / "mod"
+    base = ["moderation", "--no-llm", "--out", str(out), "--quiet", "--strategies", "no_moderator,rules_only",
+            "--discussions", "1", "--users", "3"]
+    assert cli([*base, "--turns", "3"]) == 0
+    assert cli([*base, "--turns", "5"]) == 2
+    assert "differs in ['max_turns']" in capsys.readouterr().err
+    assert cli([*base, "--turns", "3", "--parallel", "2"]) == 0        # harmless settings may change
+
+
 def test_argument_errors_exit_2(capsys):
     assert cli(["moderation", "--out", "/tmp/x", "--strategies", "no_moderator,shouting"]) == 2
     assert "unknown strategies ['shouting']" in capsys.readouterr().err
     assert cli(["moderation", "--out", "/tmp/x", "--users", "3", "--trolls", "2", "--community", "2"]) == 2
     with pytest.raises(ValueError, match="discussions must be an integer >= 1"):
         moderation.ModerationExperiment(discussions=0)
+    assert cli(["moderation", "--out", "/tmp/x", "--seed", "-1"]) == 2
+    assert "seed must be an integer >= 0" in capsys.readouterr().err
 
 
 def test_embedded_model_end_to_end(tmp_path):

@@ -73,7 +73,8 @@ class LLMDiscussant:
         return {**self.__dict__, "client": None}
 
     def sdb(self, agent: str, view: dict) -> SDB:
-        if agent not in self.assigned:
+        key = f"{agent}/{view['username']}"        # the same object may serve several discussions
+        if key not in self.assigned:
             given = self._sdbs
             if isinstance(given, dict):
                 sdb = given.get(view["username"]) or given.get(agent)
@@ -85,8 +86,8 @@ class LLMDiscussant:
                 if index >= len(pool):
                     raise ValueError(f"{len(pool)} SDBs for user index {index}; give one per user")
                 sdb = pool[index]
-            self.assigned[agent] = dataclasses.replace(sdb, username=view["username"])
-        return self.assigned[agent]
+            self.assigned[key] = dataclasses.replace(sdb, username=view["username"])
+        return self.assigned[key]
 
     def messages(self, agent: str, view: dict) -> list[dict]:
         sdb = self.sdb(agent, view)
@@ -102,8 +103,9 @@ class LLMDiscussant:
 
     def act(self, agent: str, observation, info: dict) -> str:
         view = info["view"]
+        limit = min(self.max_chars, view.get("comment_chars", self.max_chars))     # never above the env's
         reply = self.client.run(self.client.complete_json(
-            self.messages(agent, view), comment_schema(self.max_chars), lambda v: check_comment(v, self.max_chars),
+            self.messages(agent, view), comment_schema(limit), lambda v: check_comment(v, limit),
             name="comment", agent=agent, round=view["turn"], purpose="comment", max_tokens=self.max_tokens))
         if reply.ok:
             return reply.checked.value
@@ -158,7 +160,12 @@ def check_moderation(value, users: Sequence[str], max_chars: int) -> Checked:
 class LLMModerator:
     """The LLM moderator under one of the paper's strategies (``socialgym.discussion.prompts.STRATEGIES``
     except ``no_moderator``). ``coach``: a ``ModeratorCoach`` asked for tips every
-    ``coach_every`` moderator turns from the moderation-game outcomes so far."""
+    ``coach_every`` moderator turns from the moderation-game outcomes so far.
+
+    ``scores`` are the points written into the moderation-game prompt: pass the environment's
+    (``env.unwrapped.config.scores``) when you changed ``moderator_rewards``, so that the prompt
+    and the reward agree. ``outcomes`` counts what the moderator did and what the environment
+    reported to it at its turns (bans the warning limit triggers are not among them)."""
 
     def __init__(self, client, strategy: str = "no_instructions", sdb: SDB | None = None, *,
                  scores: ModerationScores | Mapping[str, float] | None = None, coach: "ModeratorCoach | None" = None,
@@ -208,9 +215,10 @@ class LLMModerator:
             else:
                 _fallback(self.client, agent, view["turn"], "coach", reply.error, "no tip")
         users = view["users"]
+        limit = min(self.max_chars, view.get("comment_chars", self.max_chars))
         reply = self.client.run(self.client.complete_json(
-            self.messages(view), moderator_schema(users, self.max_chars),
-            lambda v: check_moderation(v, users, self.max_chars), name="moderation", agent=agent,
+            self.messages(view), moderator_schema(users, limit),
+            lambda v: check_moderation(v, users, limit), name="moderation", agent=agent,
             round=view["turn"], purpose="moderate", max_tokens=self.max_tokens))
         if reply.ok:
             action = reply.checked.value

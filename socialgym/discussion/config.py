@@ -40,9 +40,9 @@ class DiscussionConfig:
     - ``moderator``: whether the ``moderator`` agent takes part;
     - ``ban_after_warnings``: the environment bans a user at this many warnings (None: never);
     - ``comment_chars``: the longest comment accepted;
-    - ``invalid``: ``strict`` raises on a malformed action; ``lenient`` falls back (a user's
-      comment to a pass, a moderator's bad warn/ban target to none) and records the reason in
-      ``infos[agent]["invalid"]``;
+    - ``invalid``: ``strict`` raises on a malformed action; ``lenient`` falls back (a too long
+      comment is cut, a non-string one becomes a pass, a bad warn/ban target or mention is
+      dropped) and records the reason in ``infos[agent]["invalid"]``;
     - ``moderator_rewards``: the moderation game's points (``ModerationScores`` or a mapping);
     - ``role_rewards``: per-role weights of the user reward terms, merged over the defaults.
     """
@@ -87,6 +87,11 @@ class DiscussionConfig:
             raise bad("turn_taking", self.turn_taking, f"one of {TURN_TAKING} or a function")
         if self.invalid not in INVALID_POLICIES:
             raise bad("invalid", self.invalid, f"one of {INVALID_POLICIES}")
+        s = self.seed
+        if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
+            raise bad("seed", s, "None or an integer >= 0")
+        if isinstance(self.usernames, str):
+            raise bad("usernames", self.usernames, f"a sequence of {n} names")
         if not isinstance(self.moderator, bool):
             raise bad("moderator", self.moderator, "True or False")
         agents = [f"user_{i}" for i in range(n)]

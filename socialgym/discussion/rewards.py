@@ -13,9 +13,10 @@ environment's live rewards (annotator running during the episode) and ``score_di
 - at every annotated user comment below the threshold: ``civil``, unless the moderator warned
   or banned someone within the last ``authority_window`` turns (civil "without appealing to
   your authority");
-- ``recovery`` when a user whose previous comment was toxic, and who was answered by a moderator
-  intervention after it, now writes a comment below the threshold ("successfully improve
-  participant behaviour through intervention"); once per toxic comment.
+- ``recovery`` when a user whose previous comment was toxic, and whom a moderator intervention
+  addressed after it (@mentioned, warned, or answered as the latest comment's author), now
+  writes a comment below the threshold ("successfully improve participant behaviour through
+  intervention"); once per toxic comment.
 
 **Users**: a weighted sum of per-comment terms, weights per role (``ROLE_REWARDS``), all on
 0..1 scales (``(score - 1) / 4`` for the 1..5 annotations):
@@ -23,7 +24,8 @@ environment's live rewards (annotator running during the episode) and ``score_di
 - ``argument_quality``: the argument quality of the user's own comment;
 - ``toxicity``: the toxicity of the user's own comment;
 - ``provoked_toxicity``: the toxicity of a later comment that answers the user — credited to the
-  users it @mentions, or, mentioning nobody, to the author of the previous user comment;
+  users it @mentions, or, mentioning no user, to the author of the previous user comment;
+  never to a banned user;
 - ``warned`` (1 per warning received) and ``banned`` (1 when banned).
 
 A troll (default weights) is paid for the toxicity it provokes; a community member pays for it.
@@ -92,6 +94,8 @@ def check_role_rewards(role_rewards: Mapping[str, Mapping[str, float]] | None) -
     """Defaults merged with overrides (per role); unknown terms are errors."""
     merged = {role: dict(weights) for role, weights in ROLE_REWARDS.items()}
     for role, weights in dict(role_rewards or {}).items():
+        if role not in ROLE_REWARDS:
+            raise ValueError(f"role_rewards names unknown role {role!r}; roles are {list(ROLE_REWARDS)}")
         if not isinstance(weights, Mapping):
             raise TypeError(f"role_rewards[{role!r}] must be a mapping of term -> weight")
         unknown = sorted(set(weights) - set(USER_TERMS))
@@ -121,8 +125,12 @@ class RewardTracker:
     _answered: dict = field(default_factory=dict)       # user -> moderator intervened since that comment
     _last_authority: int | None = None
     _last_user_author: str | None = None
+    _banned: set = field(default_factory=set)
 
-    def moderator_turn(self, turn: int, spoke: bool, warned: Iterable[str] = (), banned: Iterable[str] = ()) -> dict:
+    def moderator_turn(self, turn: int, spoke: bool, warned: Iterable[str] = (), banned: Iterable[str] = (),
+                       mentions: Iterable[str] = ()) -> dict:
+        """A moderator turn. It addresses the users it @mentions, warns or bans — or, a reply
+        mentioning nobody, the author of the latest user comment (the comment it answers)."""
         warned, banned = list(warned), list(banned)
         out: dict[str, dict[str, float]] = {}
         if self.moderator is None:
@@ -132,10 +140,13 @@ class RewardTracker:
         out[self.moderator] = terms
         if warned or banned:
             self._last_authority = turn
-        if intervened:
-            for user, toxic in self._last_toxic.items():
-                if toxic:
-                    self._answered[user] = True
+        addressed = {m for m in mentions if m in self.roles} | set(warned) | set(banned)
+        if spoke and not addressed and self._last_user_author is not None:
+            addressed = {self._last_user_author}
+        for user in addressed:
+            if self._last_toxic.get(user, False):
+                self._answered[user] = True
+        self._banned.update(banned)
         for user in warned:
             out.setdefault(user, {})["warned"] = out.get(user, {}).get("warned", 0.0) + 1.0
         for user in banned:
@@ -158,6 +169,7 @@ class RewardTracker:
         targets = [m for m in dict.fromkeys(mentions) if m != author and m in self.roles]
         if not targets and previous_author is not None and previous_author != author:
             targets = [previous_author]
+        targets = [t for t in targets if t not in self._banned]   # a banned user is out of the game
         for target in targets:
             terms = out.setdefault(target, {})
             terms["provoked_toxicity"] = terms.get("provoked_toxicity", 0.0) + _unit(toxicity)
@@ -201,7 +213,7 @@ def score_discussion(events: Iterable[Mapping], roles: Mapping[str, str], modera
     for event in events:
         if event["agent"] == moderator:
             terms = tracker.moderator_turn(event["turn"], bool(event["text"]), event.get("warned", ()),
-                                           event.get("banned", ()))
+                                           event.get("banned", ()), event.get("mentions", ()))
         elif event["text"]:
             terms = tracker.user_comment(event["turn"], event["agent"], event.get("mentions", ()),
                                          event.get("toxicity"), event.get("argument_quality"))

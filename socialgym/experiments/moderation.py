@@ -117,12 +117,24 @@ class ModerationExperiment:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("trolls", "community", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        if self.turn_taking not in ("paper", "round_robin", "random"):
+            raise ValueError(f"turn_taking must be paper, round_robin or random, got {self.turn_taking!r}")
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or self.temperature < 0:
+            raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
         if self.users < 2 or self.users > self.pool:
             raise ValueError(f"users must be between 2 and pool={self.pool}, got {self.users}")
         if self.trolls < 0 or self.community < 0 or self.trolls + self.community > self.users:
             raise ValueError(f"trolls + community ({self.trolls} + {self.community}) must be <= users ({self.users})")
         if not self.topics:
             raise ValueError("topics must not be empty")
+
+
+# fields that may change between a run and its resumption (they do not change results)
+_RESUMABLE = frozenset({"parallel", "max_concurrency", "cache"})
 
 
 @dataclass
@@ -175,6 +187,21 @@ def _client(cfg: ModerationExperiment, out: Path, stack: contextlib.ExitStack):
     return client
 
 
+def base_scores(env):
+    return env.unwrapped.config.scores
+
+
+def _json_safe(value):
+    """NaN (a comment no annotator could rate) as null: discussions.jsonl stays standard JSON."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dict:
     """One discussion: play it, annotate every user comment, score it; a JSON-ready record."""
     import socialgym
@@ -197,8 +224,9 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
         sdbs = {job.usernames[u]: pool[j] for u, j in enumerate(job.sdb_ids)}
         policies = {"users": LLMDiscussant(client, sdbs, max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens)}
         if moderated:
-            policies[MODERATOR] = LLMModerator(client, job.strategy, max_chars=cfg.comment_chars,
-                                               max_tokens=cfg.max_tokens, seed=cfg.seed)
+            policies[MODERATOR] = LLMModerator(client, job.strategy, scores=base_scores(env),
+                                               max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens,
+                                               seed=cfg.seed)
         annotator = LLMAnnotators(client, cfg.annotators, seed=cfg.seed, max_tokens=24)
     start = time.perf_counter()
     result = run_discussion(env, policies, seed=job.seed)
@@ -216,21 +244,29 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
         turns.append(row)
     user_texts = [r["text"] for r in base.turn_log if r["agent"] != MODERATOR and r["text"]]
     div = diversity(user_texts)
-    return {"key": job.key, "strategy": job.strategy, "index": job.index, "seed": job.seed, "topic": job.topic,
+    return _json_safe({"key": job.key, "strategy": job.strategy, "index": job.index, "seed": job.seed, "topic": job.topic,
             "users": dict(zip(base.users, job.usernames)), "roles": base.roles,
             "turns": turns, "diversity": None if np.isnan(div) else div,
             "interventions": sum(1 for r in base.turn_log if r["agent"] == MODERATOR and
                                  (r["text"] or r["warned"] or r["banned"])),
             "bans": sum(len(r["banned"]) for r in base.turn_log), "returns": result["returns"],
-            "scores": scored["rewards"], "seconds": round(time.perf_counter() - start, 3)}
+            "scores": scored["rewards"], "seconds": round(time.perf_counter() - start, 3)})
 
 
 def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool = True) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    config = dataclasses.asdict(cfg)
-    (out / "config.json").write_text(json.dumps(config, indent=2, default=list))
+    config = json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
+    saved = out / "config.json"
     path = out / "discussions.jsonl"
+    if saved.exists() and path.exists():
+        # resuming: the finished discussions must come from the same experiment
+        old = json.loads(saved.read_text())
+        changed = sorted(k for k in config if k not in _RESUMABLE and old.get(k) != config[k])
+        if changed:
+            raise ValueError(f"{out} holds discussions of another configuration (differs in {changed}); "
+                             "use a new --out")
+    saved.write_text(json.dumps(config, indent=2))
     done = {r["key"] for r in _recover(path)}
     jobs, pool = plan_jobs(cfg)
     todo = [j for j in jobs if j.key not in done]
@@ -331,6 +367,8 @@ def analyse(out: str | Path, usage: dict | None = None) -> dict:
     out = Path(out)
     records = load_records(out)
     rows = comment_rows(records)
+    for stale in [*out.glob("pairwise_*.*"), *out.glob("ols_*.*")]:      # from an earlier analysis
+        stale.unlink()
     with open(out / "comments.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=COMMENT_COLUMNS)
         writer.writeheader()

@@ -139,12 +139,14 @@ class DiscussionEnv(AECEnv):
             parsed = self._parse_moderator(action, invalid)
         else:
             parsed = self._parse_user(agent, action, invalid)
+        # live annotation before any state changes, so an annotator error leaves the env as it was
+        annotation = self._annotate_live(agent, parsed[0]) if parsed[0] else None
         self._cumulative_rewards[agent] = 0.0
         self.turn += 1
         if agent == self.moderator:
-            terms, record = self._moderator_step(*parsed)
+            terms, record = self._moderator_step(*parsed, annotation)
         else:
-            terms, record = self._user_step(agent, *parsed)
+            terms, record = self._user_step(agent, *parsed, annotation)
         record["invalid"] = invalid
         self.turn_log.append(record)
         rewards = self.tracker.weighted(terms)
@@ -159,22 +161,22 @@ class DiscussionEnv(AECEnv):
             print(self._render_turn(record))
 
     # ------------------------------------------------------------------ turns
-    def _user_step(self, agent: str, text: str, mentions: list[str]) -> tuple[dict, dict]:
+    def _user_step(self, agent: str, text: str, mentions: list[str], annotation) -> tuple[dict, dict]:
         idx = self.users.index(agent)
         record = self._record(agent, text, mentions)
         self.history.append(idx)
         self.user_turns += 1
         if not text:                      # a pass: nothing is written, nothing to rate
             return {}, record
-        cid = self._comment(agent, text, mentions)
+        cid = self._comment(agent, text, mentions, annotation)
         record["content_id"] = cid
-        annotation = self._annotate_live(cid)
         tox = annotation.mean_toxicity if annotation is not None else None
         aq = annotation.mean_argument_quality if annotation is not None else None
         record.update(toxicity=tox, argument_quality=aq)
         return self.tracker.user_comment(self.turn, agent, [m for m in mentions if m in self.roles], tox, aq), record
 
-    def _moderator_step(self, text: str, mentions: list[str], warn: list[str], ban: list[str]) -> tuple[dict, dict]:
+    def _moderator_step(self, text: str, mentions: list[str], warn: list[str], ban: list[str],
+                        annotation) -> tuple[dict, dict]:
         banned: list[str] = []
         warned: list[str] = []
         for user in warn:
@@ -192,11 +194,10 @@ class DiscussionEnv(AECEnv):
             banned.append(user)
         record = self._record(MODERATOR, text, mentions, warned=warned, banned=banned)
         if text:
-            record["content_id"] = cid = self._comment(MODERATOR, text, mentions)
-            annotation = self._annotate_live(cid)
+            record["content_id"] = self._comment(MODERATOR, text, mentions, annotation)
             if annotation is not None:
                 record.update(toxicity=annotation.mean_toxicity, argument_quality=annotation.mean_argument_quality)
-        return self.tracker.moderator_turn(self.turn, bool(text), warned, banned), record
+        return self.tracker.moderator_turn(self.turn, bool(text), warned, banned, mentions), record
 
     def _advance(self, acted: str) -> None:
         c = self.config
@@ -246,8 +247,7 @@ class DiscussionEnv(AECEnv):
             if isinstance(explicit, str) or not hasattr(explicit, "__iter__"):
                 explicit = [explicit]
             for m in explicit:
-                target = self._agent_of.get(m) if isinstance(m, str) else None
-                target = target or (m if m in self.usernames else None)
+                target = (self._agent_of.get(m) or (m if m in self.usernames else None)) if isinstance(m, str) else None
                 if target is None:
                     self._fail(agent, "mentions", f"{m!r} is not a participant", invalid)
                 else:
@@ -322,7 +322,7 @@ class DiscussionEnv(AECEnv):
                            mention_agent=np.array(mentions, np.int32))
         return int(self.store.append_batch(batch, [text])[0])
 
-    def _comment(self, agent: str, text: str, mentions: list[str]) -> int:
+    def _comment(self, agent: str, text: str, mentions: list[str], annotation=None) -> int:
         index = self.possible_agents.index
         target = 0
         authors = self.store.column("author")
@@ -335,24 +335,32 @@ class DiscussionEnv(AECEnv):
         cid = self._append(index(agent), COM, text, [index(m) for m in mentions], target, int(authors[target]))
         self.comment_ids.append(cid)
         self._turn_of[cid] = len(self.turn_log)
+        if annotation is not None:
+            self._annotation[cid] = annotation
         return cid
 
     def request(self, cid: int) -> AnnotationRequest:
         """What an annotator reads for comment ``cid``: it and the h comments before it."""
         pos = self.comment_ids.index(cid)
         authors, texts = self.store.column("author"), self.store.texts
-        before = self.comment_ids[max(0, pos - self.config.context_length):pos]
         name = self.usernames[self.possible_agents[int(authors[cid])]]
-        return AnnotationRequest(cid, name, texts[cid],
+        return self._request(cid, name, texts[cid], self.comment_ids[max(0, pos - self.config.context_length):pos])
+
+    def _request(self, cid: int, name: str, text: str, before: list[int]) -> AnnotationRequest:
+        authors, texts = self.store.column("author"), self.store.texts
+        return AnnotationRequest(cid, name, text,
                                  tuple((self.usernames[self.possible_agents[int(authors[j])]], texts[j])
                                        for j in before), self.config.topic)
 
-    def _annotate_live(self, cid: int):
+    def _annotate_live(self, agent: str, text: str):
+        """Rate the comment ``agent`` is about to write (it gets content id ``len(store)``)."""
         if self.annotator is None:
             return None
-        (annotation,) = self.annotator.annotate([self.request(cid)])
-        self._annotation[cid] = annotation
-        return annotation
+        before = self.comment_ids[max(0, len(self.comment_ids) - self.config.context_length):]
+        annotations = self.annotator.annotate([self._request(len(self.store), self.usernames[agent], text, before)])
+        if len(annotations) != 1:
+            raise ValueError(f"the annotator returned {len(annotations)} annotations for 1 comment")
+        return annotations[0]
 
     def _record(self, agent: str, text: str, mentions: list[str], warned=(), banned=()) -> dict:
         return {"turn": self.turn, "user_turn": self.user_turns + (agent != MODERATOR), "agent": agent,
@@ -414,7 +422,7 @@ class DiscussionEnv(AECEnv):
         i = self.users.index(agent) if agent in self.roles else None
         return {"topic": self.config.topic, "agent": agent, "username": self.usernames[agent],
                 "role": self.roles.get(agent, MODERATOR), "turn": self.turn + 1, "user_turn": self.user_turns,
-                "max_turns": self.config.max_turns, "comments": comments,
+                "max_turns": self.config.max_turns, "comment_chars": self.config.comment_chars, "comments": comments,
                 "users": [self.usernames[self.users[u]] for u in self.active if self.users[u] != agent],
                 "warnings": int(self.warnings[i]) if i is not None else 0,
                 "warned": {self.usernames[self.users[u]]: int(self.warnings[u]) for u in self.active if self.warnings[u]},
