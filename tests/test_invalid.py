@@ -225,3 +225,17 @@ def test_fuzz_votes(votes):
     assert cast <= 6
     for r in infos["agent_0"]["invalid"]:
         assert r["phase"] == "vote"
+
+
+def test_lenient_round_one_with_nothing_created():
+    """Every round-1 action invalid (NOT is not allowed then): lenient mode stores nothing, and
+    the next rounds still run on the empty content store."""
+    import socialgym
+
+    env = socialgym.parallel_env(n_agents=4, n_actions=1, max_rounds=3, invalid_actions="lenient", seed=0)
+    env.reset(seed=0)
+    obs, rewards, *_ , infos = env.step({a: {"actions": [{"type": "NOT"}]} for a in env.agents})
+    assert len(env.content) == 0 and all(infos[a]["invalid"] for a in env.possible_agents)
+    env.step({a: {"votes": {}} for a in env.agents})
+    obs, *_ = env.step({a: {"actions": [{"type": "NOT"}]} for a in env.agents})
+    assert obs["agent_0"]["round"] == 2

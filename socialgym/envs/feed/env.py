@@ -371,7 +371,9 @@ class FeedEnv(ParallelEnv):
         batch.vote_topic = self.content.column("topic")[items]
         batch.feed = self._feed
         batch.vote_feed = self._vote_items
-        batch.feed_topics = np.where(self._feed >= 0, self.content.column("topic")[np.maximum(self._feed, 0)], -1)
+        topic = self.content.column("topic")
+        batch.feed_topics = (np.where(self._feed >= 0, topic[np.maximum(self._feed, 0)], -1) if len(topic)
+                             else np.full_like(self._feed, -1))
         batch.prev_dm_sender, batch.prev_dm_recipient = self._prev_dm_sender, self._prev_dm_recipient
 
         components = reward_components(batch, self._seen_feed, len(self.vocab), self.reward_params)
@@ -462,7 +464,9 @@ class FeedEnv(ParallelEnv):
         in_pool[pool] = True
         if np.any(feed >= len(self.content)) or not np.all(in_pool[feed[present]]):
             raise ValueError(f"recommender {name!r} returned ids outside the candidate pool ({phase} phase)")
-        own = present & (self.content.column("author")[np.maximum(feed, 0)] == np.arange(n)[:, None])
+        author = self.content.column("author")
+        # an empty store (nothing valid was created yet, lenient mode) has no rows to index
+        own = present & (author[np.maximum(feed, 0)] == np.arange(n)[:, None]) if len(author) else present
         if own.any():
             raise ValueError(f"recommender {name!r} showed agents their own items ({phase} phase)")
         srt = np.sort(feed, axis=1)
