@@ -168,3 +168,14 @@ def test_evaluation_table_and_curve(trained, tmp_path):
     assert "| ppo |" in (tmp_path / "evaluation.md").read_text()
     learning_curve(out / "train_log.csv", tmp_path / "curve.png", {"greedy": rows[1]["total"]})
     assert (tmp_path / "curve.png").stat().st_size > 1000
+
+
+def test_wandb_logging_offline(tmp_path):
+    pytest.importorskip("wandb")
+    out = tmp_path / "ppo"
+    args = ppo.Args(n_agents=4, max_rounds=2, feed_size=3, vote_feed_size=3, dm_inbox_size=2, iterations=2,
+                    episodes_per_iteration=1, out=str(out), wandb=True)
+    ppo.train(args, progress=False)
+    runs = list((out / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    assert list(runs[0].glob("*.wandb"))                      # the run's records were written offline
