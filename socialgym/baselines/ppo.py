@@ -310,8 +310,6 @@ def draw_lambdas(args: Args, rng: np.random.Generator) -> np.ndarray:
 
 def collect(env, net: ActorCritic, heads: Heads, args: Args, seed: int, generator) -> dict:
     """One episode of every agent with the current network; arrays indexed [step, agent]."""
-    import socialgym  # noqa: F401  (env already built)
-
     obs_dict, _ = env.reset(seed=seed)
     obs = stack_observations(obs_dict, env.possible_agents)
     xs, masks, phases, acts, logps, values, rewards, components = [], [], [], [], [], [], [], []

@@ -35,7 +35,8 @@ def run_discussion(env, policies: Any, *, seed: int | None = None) -> dict:
     ``{"turns": env.turn_log, "returns": {agent: summed reward}, "transcript": str}``."""
     base = getattr(env, "unwrapped", env)
     lookup = policy_lookup(policies)
-    for p in {id(v): v for v in ((policies.values() if isinstance(policies, Mapping) else [policies]))}.values():
+    distinct = {id(p): p for p in (policies.values() if isinstance(policies, Mapping) else [policies])}
+    for p in distinct.values():          # a policy serving several agents is reset once
         if hasattr(p, "reset"):
             p.reset()
     env.reset(seed=seed)

@@ -37,6 +37,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,10 +188,6 @@ def _client(cfg: ModerationExperiment, out: Path, stack: contextlib.ExitStack):
     return client
 
 
-def base_scores(env):
-    return env.unwrapped.config.scores
-
-
 def _json_safe(value):
     """NaN (a comment no annotator could rate) as null: discussions.jsonl stays standard JSON."""
     if isinstance(value, float) and value != value:
@@ -224,7 +221,7 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
         sdbs = {job.usernames[u]: pool[j] for u, j in enumerate(job.sdb_ids)}
         policies = {"users": LLMDiscussant(client, sdbs, max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens)}
         if moderated:
-            policies[MODERATOR] = LLMModerator(client, job.strategy, scores=base_scores(env),
+            policies[MODERATOR] = LLMModerator(client, job.strategy, scores=env.unwrapped.config.scores,
                                                max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens,
                                                seed=cfg.seed)
         annotator = LLMAnnotators(client, cfg.annotators, seed=cfg.seed, max_tokens=24)
@@ -273,30 +270,21 @@ def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         client = None if cfg.no_llm else _client(cfg, out, stack)
-        with open(path, "a", encoding="utf-8") as sink:
-            def finish(record: dict) -> None:
+        with open(path, "a", encoding="utf-8") as sink, ThreadPoolExecutor(cfg.parallel) as workers:
+            # one discussion per thread at most cfg.parallel at once; results come back in order
+            for n, record in enumerate(workers.map(lambda j: run_one(j, cfg, pool, client), todo), len(done) + 1):
                 sink.write(json.dumps(record) + "\n")
                 sink.flush()
                 os.fsync(sink.fileno())
                 if progress:
-                    n = len(done) + finish.count
-                    print(f"[{n + 1}/{len(jobs)}] {record['key']}: {len(record['turns'])} turns, "
+                    print(f"[{n}/{len(jobs)}] {record['key']}: {len(record['turns'])} turns, "
                           f"{record['interventions']} interventions, {record['seconds']:.1f} s", flush=True)
-                finish.count += 1
-            finish.count = 0
-            if cfg.parallel > 1 and len(todo) > 1:
-                with ThreadPoolExecutor(cfg.parallel) as workers:
-                    for record in workers.map(lambda j: run_one(j, cfg, pool, client), todo):
-                        finish(record)
-            else:
-                for job in todo:
-                    finish(run_one(job, cfg, pool, client))
         usage = None
         if client is not None:
             total = client.usage.total()
             usage = {**{k: total[k] for k in ("requests", "cached", "prompt_tokens", "completion_tokens", "failed")},
                      "fallbacks": len(client.usage.fallbacks),
-                     "fallbacks_by_purpose": _count(f.purpose for f in client.usage.fallbacks)}
+                     "fallbacks_by_purpose": dict(Counter(f.purpose for f in client.usage.fallbacks))}
     summary = analyse(out, usage=usage)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -325,13 +313,6 @@ def _recover(path: Path) -> list[dict]:
     return records
 
 
-def _count(items) -> dict:
-    out: dict = {}
-    for x in items:
-        out[x] = out.get(x, 0) + 1
-    return out
-
-
 # ---------------------------------------------------------------------------- analysis
 COMMENT_COLUMNS = ("strategy", "discussion", "turn", "user_turn", "agent", "username", "role", "toxicity",
                    "argument_quality", "ndfu_toxicity", "ndfu_argument_quality", "words")
@@ -345,16 +326,15 @@ def load_records(out: str | Path) -> list[dict]:
 def comment_rows(records: Sequence[Mapping]) -> list[dict]:
     rows = []
     for rec in records:
-        for t in rec["turns"]:
-            if t["agent"] == MODERATOR or not t["text"]:
-                continue
+        turns = [t for t in rec["turns"] if t["agent"] != MODERATOR and t["text"]]
+        for t, words in zip(turns, comment_lengths([t["text"] for t in turns]).tolist()):
             rows.append({"strategy": rec["strategy"], "discussion": rec["index"], "turn": t["turn"],
                          "user_turn": t["user_turn"], "agent": t["agent"], "username": t["username"],
                          "role": t["role"], "toxicity": _num(t.get("toxicity")),
                          "argument_quality": _num(t.get("argument_quality")),
                          "ndfu_toxicity": _num(t.get("ndfu_toxicity")),
                          "ndfu_argument_quality": _num(t.get("ndfu_argument_quality")),
-                         "words": int(comment_lengths([t["text"]])[0])})
+                         "words": words})
     return rows
 
 
