@@ -36,40 +36,60 @@ def test_strategy_texts_exist_and_are_distinct():
 
 
 @pytest.mark.parametrize("strategy, phrases", [
-    ("no_instructions", ["Oversee the conversation. Be neutral.",
-                         "avoid unnecessary interventions"]),
-    ("rules_only", ["Be fair and impartial.", "Not provide misinformation.",
-                    "Accurately represent yourself as not having the definite answers",
-                    "outright banning them"]),
-    ("moderation_guidelines", ["Ask, Don't Challenge", "Stick to one or two questions",
-                               "Correct Inaccuracies Carefully",
-                               "Keep responses concise and use simple, clear language."]),
-    ("facilitation_guidelines", ["Allow Silence", "Do Not Make Decisions", "Be a Guide",
-                                 "Provide Explanations: Explain the rationale"]),
-    ("moderation_game", ["View the discussion as a scorable game",
-                         "Do not tell your score out loud"]),
+    # each phrase restates one instruction of the paper's prompt (App. A.4.4)
+    ("no_instructions", ["stay neutral",                                  # be neutral
+                         "act only when it is needed",                    # only when necessary
+                         "do not step in when there is no need to",       # no unnecessary interventions
+                         "Avoid saying the same thing twice",             # do not repeat yourself
+                         "return an empty string"]),
+    ("rules_only", ["make sure the rules listed below are followed",
+                    "Be even-handed and fair.", "Never spread misinformation.",
+                    "someone without definite answers to everything",
+                    "comes from an AI", "Honor people's personal boundaries.",
+                    "threaten a ban, or ban them outright"]),
+    ("moderation_guidelines", ["Ask rather than challenge",
+                               "ask at most one or two questions per response",
+                               "unless the user is experienced",
+                               "Careful corrections: correct misinformation",
+                               "Off-topic comments",
+                               "Keep your responses short, in simple and clear language."]),
+    ("facilitation_guidelines", ["Silence is allowed", "No decisions", "Guiding:",
+                                 "Explanations: explain the reasons behind your actions",
+                                 "personal attacks or microaggressions",
+                                 "Mutual respect: encourage everyone to take part equally",
+                                 "return an empty string"]),
+    ("moderation_game", ["Treat the discussion as a scorable game",
+                         "Keep your score to yourself and never state it",
+                         "highest score"]),
 ])
-def test_strategy_contains_paper_phrases(strategy, phrases):
+def test_strategy_contains_paper_instructions(strategy, phrases):
     text = P.moderator_instructions(strategy)
     for phrase in phrases:
         assert phrase in text
     # the untangled two-column text: each strategy keeps only its own bullets
     if strategy == "rules_only":
-        assert "Ask, Don't Challenge" not in text and "Scores:" not in text
+        assert "Ask rather than challenge" not in text and "Scores:" not in text
     if strategy == "moderation_guidelines":
-        assert "Be fair and impartial" not in text and "Allow Silence" not in text
+        assert "Be even-handed and fair" not in text and "Silence is allowed" not in text
+    if strategy == "facilitation_guidelines":
+        assert len([ln for ln in text.splitlines() if ln.startswith("- ")]) == 13
+    if strategy == "rules_only":
+        assert len([ln for ln in text.splitlines() if ln.startswith("- ")]) == 19
+    if strategy == "moderation_guidelines":
+        assert len([ln for ln in text.splitlines() if ln.startswith("- ")]) == 13
 
 
 def test_game_default_scores_match_paper():
     text = P.moderator_instructions("moderation_game")
     assert text.startswith(P.moderator_instructions("no_instructions"))
-    for line in ["Keep discussion civil without appealing to your authority as a moderator: +10",
-                 "Intervene (respond in any way): -10",
-                 "Threaten a ban: -10",
-                 "Successfully improve participant behavior through intervention: +15",
-                 "Discussion currently shows signs of toxicity and polarization: -8",
-                 "Ban a participant: -5"]:
+    for line in ["You keep the discussion civil without invoking your authority as moderator: +10",
+                 "You intervene (any response at all counts): -10",
+                 "You threaten to ban someone: -10",
+                 "Your intervention succeeds in improving a participant's behavior: +15",
+                 "Signs of toxicity and polarization show in the discussion right now: -8",
+                 "You ban a participant: -5"]:
         assert f"- {line}" in text
+    assert text.splitlines()[-7].endswith("Scores:")
     assert "toxicidity" not in text and "tox-" not in text
     assert P.MODERATION_GAME_SCORES == {"civil": 10.0, "intervene": -10.0, "warn": -10.0,
                                         "recovery": 15.0, "toxic": -8.0, "ban": -5.0}
@@ -78,9 +98,9 @@ def test_game_default_scores_match_paper():
 def test_game_renders_custom_scores():
     scores = {**P.MODERATION_GAME_SCORES, "toxic": -3, "recovery": 2.5, "ban": 0}
     text = P.moderator_instructions("moderation_game", scores)
-    assert "toxicity and polarization: -3" in text
-    assert "through intervention: +2.5" in text
-    assert "Ban a participant: 0" in text
+    assert "polarization show in the discussion right now: -3" in text
+    assert "improving a participant's behavior: +2.5" in text
+    assert "You ban a participant: 0" in text
     assert "-8" not in text
     assert P.format_points(-0.0) == "0" and P.format_points(10) == "+10"
 
@@ -107,24 +127,42 @@ def test_no_moderator_and_unknown_strategy():
 # ---------------------------------------------------------------- actors and roles
 
 def test_actor_prompts():
-    assert "You are a moderator." in P.MODERATOR_ACTOR
-    assert "disciplinary action" in P.MODERATOR_ACTOR
-    assert "possibly inflammatory and aggressive speech" in P.USER_ACTOR
-    assert "especially when done so repeatedly" in P.USER_ACTOR
-    assert "Remain silent if you don't want to comment." in P.USER_ACTOR
-    assert P.BASIC_USER_ACTOR.startswith("You are a human in an online forum.")
+    address = "Address a user by writing @ followed by their username (@username)."
+    silent = "return an empty string"
+    assert "in the role of its moderator" in P.MODERATOR_ACTOR
+    assert "Disciplinary measures, such as banning a user" in P.MODERATOR_ACTOR
+    assert "only when you judge them to be absolutely necessary" in P.MODERATOR_ACTOR
+    assert address in P.MODERATOR_ACTOR and silent in P.MODERATOR_ACTOR
+    assert "in the style of Reddit" in P.USER_ACTOR
+    assert "back your views with arguments" in P.USER_ACTOR
+    assert "inflammatory and aggressive" in P.USER_ACTOR
+    assert "Other users may provoke you" in P.USER_ACTOR
+    assert "all the more so when it keeps happening" in P.USER_ACTOR
+    assert "Avoid saying the same thing twice." in P.USER_ACTOR
+    assert "stay silent" in P.USER_ACTOR and silent in P.USER_ACTOR
+    assert address in P.USER_ACTOR
+    assert P.BASIC_USER_ACTOR.startswith("Play the part of a person on an online forum.")
+    assert address in P.BASIC_USER_ACTOR and "in English" in P.BASIC_USER_ACTOR
     assert "inflammatory" not in P.BASIC_USER_ACTOR
-    assert "5: Extremely Toxic" in P.ANNOTATOR_ACTOR
-    assert "DarkShadow333" in P.ANNOTATOR_ACTOR and "Toxicity=4" in P.ANNOTATOR_ACTOR
-    assert P.ANNOTATOR_ACTOR.endswith("Annotate the following conversation without engaging with it.")
+    labels = ["1: Not Toxic", "2: Barely Toxic", "3: Almost Toxic", "4: Toxic", "5: Extremely Toxic"]
+    assert all(f"\n{label}\n" in P.ANNOTATOR_ACTOR for label in labels)
+    assert "from 1 to 5: 1 marks low-quality arguments and 5 marks" in P.ANNOTATOR_ACTOR
+    assert "Example:\nUser GravelRoad19 posted: @MapleQuinn5," in P.ANNOTATOR_ACTOR
+    assert "Output: Toxicity=4\nArgumentQuality=1\n" in P.ANNOTATOR_ACTOR
+    assert "DarkShadow333" not in P.ANNOTATOR_ACTOR   # our own example, not the paper's
+    assert P.ANNOTATOR_ACTOR.endswith("do not join in or reply to it.")
 
 
 def test_role_instructions():
     assert set(P.ROLE_INSTRUCTIONS) == {"normal", "community", "troll"}
     assert P.ROLE_INSTRUCTIONS["normal"] == ""
-    assert "uphold your community's values" in P.ROLE_INSTRUCTIONS["community"]
+    assert "belonged to this community for a long time" in P.ROLE_INSTRUCTIONS["community"]
+    assert "upholding its values" in P.ROLE_INSTRUCTIONS["community"]
+    assert "expect everyone else to conform to them" in P.ROLE_INSTRUCTIONS["community"]
+    assert "internet troll" in P.ROLE_INSTRUCTIONS["troll"]
     assert "derail the conversation" in P.ROLE_INSTRUCTIONS["troll"]
-    assert "provoke toxicity" in P.ROLE_INSTRUCTIONS["troll"]
+    assert "break the rules" in P.ROLE_INSTRUCTIONS["troll"]
+    assert "provoke other users into toxicity" in P.ROLE_INSTRUCTIONS["troll"]
 
 
 # ---------------------------------------------------------------- SDBs
