@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm train clean
+.PHONY: install browser wordlist demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm train clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 ## demo: `socialgym demo` — 6 LLM agents x 4 rounds on the embedded model; writes runs/demo-N/ with report.html
-demo: install
+demo: install wordlist
 	$(BIN)/socialgym demo
 
 ## demo-no-llm: the same with scripted agents (30 greedy + random agents, 15 rounds, seconds)
@@ -35,12 +35,19 @@ browser:
 		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
 		echo "chromium not installed: the report-rendering test will be skipped"; }
 
+# Debian's wamerican: the word list of the English-likeness check of agents' texts (docs/llm.md)
+wordlist:
+	@[ -f /usr/share/dict/american-english ] || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		(apt-get install -y -qq wamerican >/dev/null 2>&1 || \
+		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq wamerican >/dev/null 2>&1)) || \
+		echo "wamerican not installed: the English-likeness checks will be skipped"; }
+
 ## llm-demo: 6 LLM agents x 4 rounds with the embedded model (SmolLM2-135M via llama.cpp), < 3 min
 llm-demo: install
 	$(BIN)/python -m socialgym.agents.demo
 
 ## test: the whole test suite
-test: install browser
+test: install browser wordlist
 	$(BIN)/python -m pytest
 
 ## bench: env seconds per round and peak memory at 1k, 10k, 100k agents

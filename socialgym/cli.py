@@ -20,9 +20,9 @@ from socialgym.agents.demo import COMPACT_POLICY
 DEMO_CONFIG = {
     "seed": 0,
     "env": {"n_agents": 6, "n_actions": 2, "max_rounds": 4, "recommender": "random", "feed_size": 4,
-            "vote_feed_size": 4},
+            "vote_feed_size": 3},
     "policy": {"kind": "llm", "coach": False, "params": COMPACT_POLICY},
-    "llm": {"max_concurrency": 4},
+    "llm": {"max_concurrency": 1},
     "logging": {"transcripts": True},
 }
 DEMO_NO_LLM = {
@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
     p_demo.add_argument("--no-llm", action="store_true", help="scripted agents (greedy + random) instead")
     p_demo.add_argument("--out", default=None, help="run directory (default: runs/demo[-no-llm]-N)")
+    p_demo.add_argument("--generation", choices=("auto", "joint", "split"), default="split",
+                        help="LLM agents: 'split' plans under a schema and asks for each text plainly (what a "
+                             "small local model needs), 'joint' writes texts inside the plan's JSON, 'auto' "
+                             "picks split for local models (default: split)")
     from socialgym.experiments import moderation
 
     p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
@@ -120,13 +124,32 @@ def _demo(args) -> int:
 
     name = "demo-no-llm" if args.no_llm else "demo"
     out = Path(args.out) if args.out else _fresh(Path("runs") / name)
-    cfg = load_config(DEMO_NO_LLM if args.no_llm else DEMO_CONFIG)
+    overrides = [] if args.no_llm else [f"policy.params.generation={args.generation}"]
+    cfg = load_config(DEMO_NO_LLM if args.no_llm else DEMO_CONFIG, overrides)
     what = "scripted agents (greedy + random)" if args.no_llm else \
         "LLM agents on the embedded SmolLM2-135M model (llama.cpp, started for this run)"
     print(f"socialgym demo: {cfg.env['n_agents']} {what}, {cfg.env['max_rounds']} rounds -> {out}")
     summary = run_experiment(cfg, out)
     _print_done(out, summary)
+    if not args.no_llm:
+        _print_text_quality(out)
     return 0
+
+
+def _print_text_quality(out: Path) -> None:
+    """How many of the agents' texts are English-like (docs/llm.md), when a word list is present."""
+    import json
+
+    from socialgym.metrics.language import english_share, load_wordlist
+
+    try:
+        words = load_wordlist()
+    except FileNotFoundError:
+        return
+    events = (json.loads(line) for line in (Path(out) / "events.jsonl").read_text().splitlines())
+    q = english_share([e["text"] for e in events if e.get("kind") in ("POST", "COM", "DM")], words)
+    if q["texts"]:
+        print(f"texts: {q['english_like']} of {q['texts']} English-like ({100 * q['share']:.0f} %)")
 
 
 def _moderation(args) -> int:

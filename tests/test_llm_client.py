@@ -281,9 +281,9 @@ def test_coach_tips_reach_plan_prompt_only_for_coached_agents():
             "coach": Coach(client), "coached": ["agent_0", "agent_2"]})
         coach_calls = [b for b in server.requests if purpose(b) == "coach_tips"]
         assert len(coach_calls) == 2          # round 2 only, 2 coached agents
-        assert "Priority this round (high to low):" in coach_calls[0]["messages"][1]["content"]
-        plans = [b for b in server.requests if purpose(b) == "plan" and "Round 2" in b["messages"][1]["content"]]
-        with_tip = [b for b in plans if "Coach tips: " + " ".join(tips) in b["messages"][1]["content"]]
+        assert "Priorities this round, highest first:" in coach_calls[0]["messages"][1]["content"]
+        plans = [b for b in server.requests if purpose(b) == "plan" and "Round 2." in b["messages"][1]["content"]]
+        with_tip = [b for b in plans if "Coach's tips: " + " ".join(tips) in b["messages"][1]["content"]]
         assert len(with_tip) == 2
         assert set(policy.tips) == {"agent_0", "agent_2"}
 

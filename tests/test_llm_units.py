@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 
 from socialgym.agents.coach import coach_priorities
-from socialgym.agents.memory import AgentMemory
 from socialgym.agents.mix import PolicyMix
 from socialgym.agents.persona import (Persona, generate_personas, lambdas_matrix, load_personas,
                                       score_mini_ipip)
 from socialgym.llm import prompts as prompts_mod
 from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import (PlanContext, check_plan, check_survey, check_ties, check_tips,
-                                   check_votes, parse_json, plan_schema, survey_schema, texts_schema,
+                                   check_votes, parse_json, plan_schema, survey_schema,
                                    tie_schema, tips_schema, vote_schema)
 
 RN = ("SOC", "INF", "PRE", "COORD", "EMO")
@@ -556,7 +555,7 @@ def _all_schemas():
         "plan_r2": plan_schema(CTX), "plan_r1": plan_schema(CTX1),
         "plan_bare": plan_schema(PlanContext("a", 2, 1, users=(), posts=(), dms=(), with_text=False)),
         "votes": vote_schema([4, 9]), "ties": tie_schema(PEERS), "tips": tips_schema(),
-        "survey": survey_schema(20), "texts": texts_schema(2),
+        "survey": survey_schema(20),
     }
 
 
@@ -577,124 +576,11 @@ def test_plan_grammar_enforces_user_enum():
     assert 'target-id ::= "3"' in grammar
 
 
-# ============================================================================ AgentMemory
-def _obs(rnd, *, total=0.0, dms=(), feed=()):
-    return {"round": rnd, "agent": "me", "last_rewards": {"total": total}, "dms": list(dms), "feed": list(feed)}
-
-
-def _simulate(mem, rounds, long_text):
-    """Each round: 2 DMs and 1 mention received, 3 actions (DM, COM with a mention, POST), 2 votes."""
-    for r in range(1, rounds + 1):
-        a, b, c = (f"peer_{(3 * r + k) % 30:02d}" for k in range(3))
-        mem.observe(_obs(r, total=r % 7 / 3, dms=[{"author": a, "round": r - 1, "text": long_text},
-                                                    {"author": b, "round": r - 1, "text": long_text}],
-                         feed=[{"id": 1000 + r, "author": c, "round": r - 1, "text": long_text, "mentions": ["me"]}]))
-        mem.record_actions(r, [{"type": "DM", "recipient": a, "topic": "music", "text": long_text},
-                               {"type": "COM", "target_id": 1000 + r, "mentions": [b], "text": long_text},
-                               {"type": "POST", "topic": "climate", "text": long_text}], {1000 + r: c})
-        mem.record_votes({1000 + r: 1, 2000 + r: -1}, [{"id": 1000 + r, "author": c}])
-
-
-def test_memory_conversation_never_exceeds_limit():
-    mem = AgentMemory(conversation_limit=4)
-    for r in range(1, 51):
-        mem.observe(_obs(r, dms=[{"author": "peer_a", "round": r - 1, "text": f"dm {r}"}]))
-        assert len(mem.conversation) <= 4
-        mem.record_actions(r, [{"type": "POST", "topic": "x", "text": f"post {r}"},
-                               {"type": "DM", "recipient": "peer_a", "topic": "x", "text": f"reply {r}"}], {})
-        assert len(mem.conversation) <= 4
-    assert list(mem.conversation) == ["r49 you DM to peer_a: reply 49", "r49 peer_a DM'd you: dm 50",
-                                      "r50 you POST: post 50", "r50 you DM to peer_a: reply 50"]
-
-
-def test_memory_prompt_block_bounded():
-    # Hand bound (limits 8 / 3 / 5 peers / 80 chars, peer ids 7 chars, rounds <= 3 digits):
-    #  conversation line: "Recent interactions: " 21 + 8 entries * <= 107 ("r200 peer_07 mentioned you: " 27
-    #                     + 80) + 7 separators * 3 = 898
-    #  relationships:     "Relationships: " 15 + 5 * (7 + 2 + summary <= 190) + 4 * 3 = 1022
-    #                     (summary: counts "you->them N, them->you N, you liked N/disliked N" <= 70 with 4-digit
-    #                      counts, ", last (round 200): " 20, last <= "they mentioned you: " 20 + 80)
-    #  stance:            "Your recent stance: " 20 + 3 * <= 60 ("round 200: engaged on music, climate; score 2.00")
-    #                     + 2 * 3 = 206
-    #  newlines 3  -> total <= 898 + 1022 + 206 + 3 = 2129; 2200 leaves a little slack.
-    # Without bounds 200 rounds of 6 interactions of 80+ chars would be > 100 000 characters.
-    bound = 2200
-    long_text = "word " * 200
-    short, long_ = AgentMemory(), AgentMemory()
-    _simulate(short, 20, long_text)
-    _simulate(long_, 200, long_text)
-    for mem in (short, long_):
-        block = mem.prompt_block()
-        assert len(block) <= bound, len(block)
-        assert len(mem.conversation) == 8 and len(mem.opinions) == 3
-        rel_line = next(line for line in block.splitlines() if line.startswith("Relationships: "))
-        assert rel_line.count("peer_") <= 5 + 5     # 5 peers, each named once more at most inside its "last"
-    assert len(long_.relationships) == 30          # the counts of all peers are still kept
-
-
-def test_memory_best_round_and_opinions():
-    mem = AgentMemory()
-    totals = {1: 0.5, 2: 1.2, 3: 0.7, 4: 1.2, 5: 0.9}      # round -> total of that round
-    actions = {1: "music", 2: "climate", 3: "sports", 4: "food", 5: "art"}
-    for r in range(1, 7):
-        mem.observe(_obs(r, total=totals.get(r - 1, 0.0)))
-        if r <= 5:
-            mem.record_actions(r, [{"type": "POST", "topic": actions[r], "tone": "supportive", "text": "hi"}], {})
-    # highest total 1.2 first reached in round 2 (round 4 ties, strict > keeps round 2)
-    assert mem.best == (2, 1.2, "POST on climate (supportive)")
-    assert mem.best_line() == "Your best was round 2 with score 1.20 when you did: POST on climate (supportive)."
-    assert list(mem.opinions) == ["round 3: engaged on sports; score 0.70", "round 4: engaged on food; score 1.20",
-                                  "round 5: engaged on art; score 0.90"]
-    mem.observe(_obs(6, total=99.0))                        # same round again: no second reflection
-    assert mem.best[0] == 2 and len(mem.opinions) == 3 and mem.opinions[-1].startswith("round 5")
-
-
-def test_memory_no_best_before_round_two():
-    mem = AgentMemory()
-    mem.observe(_obs(1, total=5.0))
-    assert mem.best is None and mem.best_line() == "No best round yet."
-
-
-def test_memory_relationship_counts():
-    mem = AgentMemory()
-    mem.observe(_obs(3, dms=[{"author": "peer_a", "round": 2, "text": "hello   there"}],
-                     feed=[{"author": "peer_b", "round": 2, "text": "hey @me", "mentions": ["me"]},
-                           {"author": "peer_c", "round": 1, "text": "old", "mentions": ["me"]},      # too old
-                           {"author": "peer_d", "round": 2, "text": "not me", "mentions": ["x"]}]))
-    mem.record_actions(3, [{"type": "DM", "recipient": "peer_a", "topic": "t", "text": "hi"},
-                           {"type": "COM", "target_id": 5, "mentions": ["peer_c"], "text": "yes"},
-                           {"type": "NOT"}], {5: "peer_b"})
-    mem.record_votes({5: 1, 6: -1, 7: 0, 99: 1}, [{"id": 5, "author": "peer_b"}, {"id": 6, "author": "peer_b"},
-                                                 {"id": 7, "author": "peer_e"}])
-    rel = mem.relationships
-    assert set(rel) == {"peer_a", "peer_b", "peer_c"}      # a 0 vote creates no relationship
-    assert (rel["peer_a"].sent, rel["peer_a"].received) == (1, 1)
-    assert (rel["peer_b"].sent, rel["peer_b"].received, rel["peer_b"].likes_given, rel["peer_b"].dislikes_given) \
-        == (1, 1, 1, 1)
-    assert (rel["peer_c"].sent, rel["peer_c"].received) == (1, 0)
-    assert mem.relationship_line("peer_b") == "you->them 1, them->you 1, you liked 1/disliked 1, " \
-                                              "last (round 3): you COM: yes"
-    assert mem.relationship_line("nobody") == "no history"
-    assert mem.last_actions == ["DM to peer_a on t (neutral)", "COM to peer_b on (post's topic) (neutral)", "NOT"]
-    assert list(mem.recent_partners) == [("peer_a", "peer_b", "peer_c")]
-
-
-def test_memory_known_peers_by_recency():
-    mem = AgentMemory()
-    mem.record_actions(1, [{"type": "DM", "recipient": "peer_a", "topic": "t", "text": ""}], {})
-    mem.record_actions(3, [{"type": "DM", "recipient": "peer_b", "topic": "t", "text": ""}], {})
-    mem.record_actions(2, [{"type": "DM", "recipient": "peer_c", "topic": "t", "text": ""}], {})
-    assert mem.known_peers() == ["peer_b", "peer_c", "peer_a"]
-    assert mem.known_peers(2) == ["peer_b", "peer_c"]
-    mem.observe(_obs(5, dms=[{"author": "peer_a", "round": 4, "text": "back"}]))
-    assert mem.known_peers() == ["peer_a", "peer_b", "peer_c"]
-
-
 # ============================================================================ PromptSet
 def test_prompt_override_unknown_field():
     with pytest.raises(ValueError) as info:
-        PromptSet().replace(vote_system="You are {nmae}.")
-    assert "'vote_system'" in str(info.value) and "nmae" in str(info.value)
+        PromptSet().replace(vote_user="You are {nmae}.")
+    assert "'vote_user'" in str(info.value) and "nmae" in str(info.value)
 
 
 def test_prompt_replace_unknown_template():
@@ -716,10 +602,10 @@ def test_prompt_render_fills_fields():
     assert p.render("repair", error="bad id") == "Your reply was not valid: bad id\nReply again with JSON only, fixing this."
     assert p.render("tie_user", peers="a, b", transcript="T") == \
         "Your peers this round: a, b\nTranscript of the last round:\nT\nRate each peer."
-    assert p.render("coach_system").endswith('Reply with JSON only: {"tips": [ ... ]}.')   # {{ }} unescaped
-    q = p.replace(write_user="Do: {actions}")
-    assert q.render("write_user", actions="1. POST") == "Do: 1. POST"
-    assert p.write_user == prompts_mod.WRITE_USER                     # the original is unchanged
+    assert p.render("coach_format_json") == 'Reply with JSON only: {"tips": ["...", ...]}.'   # {{ }} unescaped
+    q = p.replace(text_post="Do: {topic}, {tone}")
+    assert q.render("text_post", topic="climate", tone="critical") == "Do: climate, critical"
+    assert p.text_post == prompts_mod.TEXT_POST                     # the original is unchanged
 
 
 def test_prompt_from_dir(tmp_path):
@@ -775,3 +661,83 @@ def test_policy_mix_unowned_agent_and_bad_policy():
         mix.act({"agent_0": 0, "agent_7": 7})
     with pytest.raises(TypeError):
         PolicyMix({object(): ["agent_0"]})
+
+
+# ============================================================================ plain texts
+@pytest.mark.parametrize("raw, expected", [
+    ('Sure! Here is the post: "Solar is cheap now. Agree?"', "Solar is cheap now. Agree?"),
+    ("Post: Wind farms work. They really do. And more", "Wind farms work. They really do."),
+    ("@Ana @ClimateFan\nThe climate matters to all of us.", "The climate matters to all of us."),
+    ("Here's a short reply to Ben:\n\nThanks for sharing!\n\nSecond paragraph here.", "Thanks for sharing!"),
+    ("I love #gardening and #food.", "I love gardening and food."),
+    ("One. Two. Three.", "One. Two."),                                 # at most two sentences
+    ("   ", ""),
+    ("@only @handles", ""),
+])
+def test_clean_text_cases(raw, expected):
+    from socialgym.llm.text import clean_text
+    assert clean_text(raw, 200) == expected
+
+
+def test_clean_text_cuts_at_sentence_then_word_boundaries():
+    from socialgym.llm.text import clean_text
+    assert clean_text("Short one. " + "word " * 60, 40) == "Short one."          # the 2nd sentence is too long
+    long = "alpha beta gamma delta epsilon zeta eta theta"
+    out = clean_text(long, 20)                                                   # no sentence fits: a word cut
+    assert out == "alpha beta gamma…" and len(out) <= 20
+    with pytest.raises(ValueError, match="max_chars"):
+        clean_text("x", 0)
+
+
+def test_parse_bullets():
+    from socialgym.llm.text import parse_bullets
+    raw = "Here are the tips:\n- DM agent_1 about energy now\n2) Comment on the top post\n* ok\n• Post a question on food"
+    assert parse_bullets(raw) == ["DM agent_1 about energy now", "Comment on the top post", "Post a question on food"]
+    assert parse_bullets(None) == []
+
+
+# ============================================================================ English measure
+def test_english_word_share_by_hand():
+    from socialgym.metrics.language import english_share, english_word_share, words_of
+    words = frozenset({"the", "sun", "is", "warm", "it's", "maya"})
+    assert words_of("@agent_2 The sun is warm! 42") == ["The", "sun", "is", "warm"]
+    assert english_word_share("@agent_2 The sun is warm", words) == 1.0
+    assert english_word_share("The sun es caliente", words) == 0.5               # 2 of 4
+    assert english_word_share("Maya's sun", words) == 1.0                         # possessive of a listed word
+    assert np.isnan(english_word_share("@agent_3 1.0.2", words))                  # no words at all
+    # 4 texts: 1.0, 0.5, no words, 0.8 (4 of 5) -> English-like: 1st and 4th
+    result = english_share(["the sun is warm", "the sun es caliente", "@agent_1 12",
+                            "it's the sun is hot"], words)
+    assert result == {"texts": 4, "english_like": 2, "share": 0.5, "median_word_share": pytest.approx(0.65)}
+
+
+# ============================================================================ stable schemas
+def test_validate_mode_schema_is_identical_across_rounds_and_ids_are_checked():
+    a = PlanContext("agent_0", 1, 2, ("agent_1",), (), (), ids="validate")
+    b = PlanContext("agent_0", 5, 2, ("agent_1", "agent_2"), (17, 23), ((30, "agent_2"),), ids="validate")
+    assert plan_schema(a) == plan_schema(b)                      # nothing of the round in the schema
+    assert "enum" not in json.dumps(plan_schema(b)["properties"]["actions"]["items"]["anyOf"][1]["properties"]
+                                    ["target_id"])
+    bad = check_plan({"actions": [{"type": "COM", "target_id": 99, "mention": None, "tone": "neutral"},
+                                  {"type": "DM", "recipient": "agent_9", "target_id": None, "topic": "x",
+                                   "tone": "neutral"}]}, b)
+    assert bad.errors == ["action 1: target_id 99 is not one of the listed post ids [17, 23]",
+                          "action 2: recipient 'agent_9' is not one of the listed users"]
+    round1 = check_plan({"actions": [{"type": "NOT"}, {"type": "NOT"}]}, a)
+    assert round1.errors[0] == "action 1: round 1 allows only POST, got NOT"
+    with pytest.raises(ValueError, match="ids"):
+        plan_schema(PlanContext("a", 1, 1, (), (), (), ids="loose"))
+
+
+def test_vote_schema_with_stance_both_forms():
+    from socialgym.llm.schemas import check_vote_reply
+    stances = ("for", "against")
+    keyed = vote_schema([4, 9], stances)
+    assert keyed["properties"]["stance"] == {"type": "string", "enum": ["for", "against"]}
+    assert set(keyed["properties"]["votes"]["properties"]) == {"4", "9"}
+    listed = vote_schema([4, 9], stances, ids="validate")
+    assert listed == vote_schema([1, 2, 3], stances, ids="validate")            # stable across rounds
+    ok = check_vote_reply({"votes": [{"id": 4, "vote": 1}, {"id": 9, "vote": -1}], "stance": "for"}, [4, 9], stances)
+    assert ok.ok and ok.value == ({4: 1, 9: -1}, "for")
+    bad = check_vote_reply({"votes": {"4": 1}, "stance": "maybe"}, [4, 9], stances)
+    assert bad.value == ({4: 1}, None) and bad.errors == ["stance must be one of ['for', 'against'], got 'maybe'"]

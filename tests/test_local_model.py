@@ -31,8 +31,8 @@ def test_three_agents_two_rounds_valid_without_fallbacks():
     with local_server() as server:
         pid = server.pid
         with LLMClient(server.base_url, server.model, api_key=server.api_key, seed=0, temperature=0.7) as client:
-            policy = LLMPolicy(client, personas, text_chars=80, new_topics=False, max_users=3, max_posts=3,
-                               max_vote_items=4, max_topics=5)
+            policy = LLMPolicy(client, personas, generation="joint", text_chars=80, new_topics=False,
+                               max_users=3, max_posts=3, max_vote_items=4, max_topics=5)
             env = socialgym.parallel_env(n_agents=3, max_rounds=2, n_actions=2, seed=0, recommender="random",
                                          feed_size=3, vote_feed_size=4, lambdas=lambdas_matrix(personas),
                                          invalid_actions="strict")
@@ -51,6 +51,38 @@ def test_three_agents_two_rounds_valid_without_fallbacks():
             kinds = [e["kind"] for e in env.unwrapped.round_transcript()]
             assert kinds.count("POST") + kinds.count("COM") + kinds.count("DM") >= 1
     assert not _alive(pid)                                # stopped on exit
+
+
+def test_split_generation_writes_english_on_the_embedded_model():
+    """3 agents x 2 rounds, split: closed choices under the schema, texts asked for plainly. The
+    texts must be English-like (>= 80 % of words in the word list, @mentions removed)."""
+    from socialgym.agents.demo import COMPACT_POLICY
+    from socialgym.metrics.language import english_share, load_wordlist
+
+    try:
+        words = load_wordlist()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    personas = generate_personas(3, seed=1)
+    with local_server() as server:
+        with LLMClient(server.base_url, server.model, api_key=server.api_key, seed=0, max_concurrency=1,
+                       local=True) as client:
+            policy = LLMPolicy(client, personas, **{**COMPACT_POLICY, "generation": "auto"})
+            assert policy.generation_mode == "split"
+            env = socialgym.parallel_env(n_agents=3, max_rounds=2, n_actions=2, seed=0, recommender="random",
+                                         feed_size=3, vote_feed_size=3, lambdas=lambdas_matrix(personas),
+                                         invalid_actions="strict")
+            obs, _ = env.reset(seed=0)
+            texts = []
+            while env.agents:
+                obs, _, _, _, infos = env.step(policy.act(obs))
+                texts += [e["text"] for e in env.unwrapped.round_transcript()
+                          if e["kind"] in ("POST", "COM", "DM")] if obs[next(iter(obs))]["phase"] == "act" else []
+            assert client.usage.fallbacks == []
+            writes = client.usage.by_purpose()["write"]["requests"]
+    assert len(texts) == writes >= 6                     # one plain request per text
+    quality = english_share(texts, words)
+    assert quality["share"] >= 0.9, (quality, texts)
 
 
 def test_server_stops_on_keyboard_interrupt():

@@ -2,7 +2,9 @@
 
 The coach ranks the reward components by how far the agent's last score falls below its
 target weight, ``gap_c = lambda_c - R_c`` (components with ``lambda_c = 0`` are not goals and
-are left out), and asks the model for 3–5 concrete tips addressing the largest gaps first.
+are left out), and asks the model for 3–5 concrete tips addressing the largest gaps first:
+as JSON ``{"tips": [...]}``, or (``plain=True``, the policy's split generation) as plain lines,
+which small models write far better than strings inside a JSON grammar.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Mapping, Sequence
 
 from socialgym.config import REWARD_NAMES
 from socialgym.llm.prompts import PromptSet
-from socialgym.llm.schemas import check_tips, tips_schema
+from socialgym.llm.schemas import Checked, check_tips, tips_schema
+from socialgym.llm.text import parse_bullets
 
 
 def coach_priorities(last_rewards: Mapping[str, float], lambdas: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -38,7 +41,7 @@ class Coach:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "client": None}
 
-    def messages(self, obs: dict, memory, users: Sequence[str]) -> list[dict]:
+    def messages(self, obs: dict, memory, users: Sequence[str], plain: bool = False) -> list[dict]:
         priorities = coach_priorities(obs["last_rewards"], obs["lambdas"])
         focus = ", ".join(f"{c} (gap {g:+.2f})" for c, g in priorities) or "none"
         docs = self.prompts.reward_docs
@@ -50,13 +53,32 @@ class Coach:
             "coach_user", focus=focus, guidelines=guidelines, users=", ".join(users) or "none",
             dm_last_senders=", ".join(dm_senders) or "none",
             recent_partners=", ".join(dict.fromkeys(partners)) or "none",
-            seen_topics=", ".join(obs["topics"][:20]) or "none", last_recent=", ".join(dict.fromkeys(recent)) or "none")
+            seen_topics=", ".join(obs["topics"][:20]) or "none", last_recent=", ".join(dict.fromkeys(recent)) or "none",
+            format=self.prompts.render("coach_format_text" if plain else "coach_format_json"))
         return [{"role": "system", "content": self.prompts.render("coach_system")},
                 {"role": "user", "content": user}]
 
-    async def tips(self, obs: dict, memory, users: Sequence[str]):
-        """The JSONReply of the coach request (``reply.checked.value`` is the list of tips)."""
-        return await self.client.complete_json(
-            self.messages(obs, memory, users), tips_schema(), check_tips, name="coach_tips",
-            agent=obs["agent"], round=obs["round"], purpose="coach", max_tokens=self.max_tokens,
-            repair=self.prompts.repair)
+    async def tips(self, obs: dict, memory, users: Sequence[str], plain: bool = False):
+        """The reply of the coach request; ``reply.ok`` and ``reply.checked.value`` (the tips)
+        whether it came as JSON or, with ``plain``, as lines of text."""
+        messages = self.messages(obs, memory, users, plain)
+        if not plain:
+            return await self.client.complete_json(
+                messages, tips_schema(), check_tips, name="coach_tips", agent=obs["agent"], round=obs["round"],
+                purpose="coach", max_tokens=self.max_tokens, repair=self.prompts.repair)
+        reply = await self.client.complete_text(messages, clean=lambda raw: "\n".join(parse_bullets(raw)),
+                                                agent=obs["agent"], round=obs["round"], purpose="coach",
+                                                max_tokens=self.max_tokens)
+        return PlainTips(reply.text.split("\n") if reply.ok else [], reply.error)
+
+
+class PlainTips:
+    """A plain-text coach reply in the shape of a JSON one (``ok``, ``checked.value``, ``error``)."""
+
+    def __init__(self, tips: list[str], error: str | None) -> None:
+        self.checked = Checked(tips)
+        self.error = error
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.checked.value)

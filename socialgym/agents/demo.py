@@ -25,11 +25,12 @@ from socialgym.config import REWARD_NAMES
 from socialgym.llm import LLMClient, local_server
 
 
-# What a 135M-parameter model on two CPU cores needs (docs/llm.md): short texts, topics from a
-# list, short item lists, a small memory. Shared with `socialgym demo`.
-COMPACT_POLICY = {"text_chars": 60, "new_topics": False, "max_users": 4, "max_posts": 4, "max_dms": 2,
-                  "max_vote_items": 4, "max_topics": 6, "item_chars": 60,
-                  "memory": {"conversation_limit": 4, "opinion_limit": 2, "relationships_in_prompt": 3}}
+# What a 135M-parameter model on two CPU cores needs (docs/llm.md): split generation (closed
+# choices under the schema, texts asked for plainly), topics from a short list, short quotes of
+# others' texts, a small memory view. Shared with `socialgym demo`.
+COMPACT_POLICY = {"generation": "split", "text_chars": 160, "text_tokens": 38, "new_topics": False,
+                  "max_topics": 6, "item_chars": 72,
+                  "memory": {"recent": 3, "peers_in_prompt": 1, "opinions_in_prompt": 2, "max_chars": 400}}
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class DemoArgs:
     """coach every agent (one more call per agent-round)"""
     tie_scorer: str = "logistic"
     """'logistic' (G_theta) or 'llm' (the Tie-Update prompt; one more call per agent-round)"""
-    max_concurrency: int = 4
+    max_concurrency: int = 1
+    """1 for the embedded model: its server runs one request at a time, and requests sent in
+    order re-use the shared start of the previous prompt"""
     cache: str | None = None
     """response-cache file: a second run with the same arguments replays the first exactly"""
 
@@ -62,14 +65,14 @@ def run(args: DemoArgs) -> dict:
         model = args.model or srv.model
         api_key = srv.api_key if srv is not None else None
         with LLMClient(base_url, model, api_key=api_key, max_concurrency=args.max_concurrency,
-                       temperature=0.7, seed=args.seed, cache=args.cache) as client:
+                       temperature=0.7, seed=args.seed, cache=args.cache, local=args.base_url is None) as client:
             policy = LLMPolicy(client, personas, coach=Coach(client) if args.coach else None, **COMPACT_POLICY)
             scorer = None
             if args.tie_scorer == "llm":
                 from socialgym.ties.llm_scorer import LLMTieScorer
                 scorer = LLMTieScorer(client, personas=dict(zip([f"agent_{i}" for i in range(args.agents)], personas)))
             env = socialgym.parallel_env(n_agents=args.agents, max_rounds=args.rounds, n_actions=args.n_actions,
-                                         recommender="random", feed_size=4, vote_feed_size=4,
+                                         recommender="random", feed_size=4, vote_feed_size=3,
                                          lambdas=lambdas_matrix(personas), tie_scorer=scorer, seed=args.seed)
             obs, _ = env.reset(seed=args.seed)
             print(f"socialgym LLM demo: {args.agents} agents, {args.rounds} rounds, model {model} "

@@ -2,12 +2,20 @@
 
 Each prompt follows the paper's eq. 2: the speaker's instruction prompt (actor prompt, role
 instructions, SocioDemographic Background; App. A.4) followed by the opening post and the
-last h comments. Replies are JSON under a schema: a user writes ``{"comment": ...}``; the
-moderator's reply is a discriminated union of four shapes — respond, stay silent, warn @user,
-ban @user — whose ``user`` is an enum of the users still in the discussion, so a server with
-constrained decoding cannot name a stranger or attach a ban to a silent turn. Replies still
-invalid after the client's re-prompts fall back (a user passes, the moderator stays silent)
-and the fallback is recorded in ``client.usage.fallbacks``, as in the feed environment.
+last h comments. ``generation`` works as for the feed's ``LLMPolicy``:
+
+- ``"joint"``: replies are JSON under a schema: a user writes ``{"comment": ...}``; the
+  moderator's reply is a discriminated union of four shapes — respond, stay silent, warn @user,
+  ban @user — whose ``user`` is an enum of the users still in the discussion, so a server with
+  constrained decoding cannot name a stranger or attach a ban to a silent turn;
+- ``"split"``: a user's comment is asked for as plain text (an empty reply is silence); the
+  moderator first chooses its move under the same union without the text, then, unless silent,
+  writes its text in a plain request;
+- ``"auto"`` (default): ``split`` for a local GGUF model (``LLMClient(local=True)``), else ``joint``.
+
+Replies still invalid after the client's re-prompts fall back (a user passes, the moderator
+stays silent; a failed moderator text leaves a warn/ban with the bare @mention) and the fallback
+is recorded in ``client.usage.fallbacks``, as in the feed environment.
 
 Policies are called as ``policy.act(agent, observation, info)`` and read ``info["view"]``.
 """
@@ -23,7 +31,20 @@ from socialgym.discussion.prompts import (
 from socialgym.discussion.rewards import MODERATOR_TERMS, ModerationScores
 from socialgym.discussion.sdb import SDB, generate_sdbs, sdb_block
 from socialgym.llm.schemas import Checked, check_tips, tips_schema
+from socialgym.llm.text import clean_text
 from socialgym.llm.usage import Fallback
+
+GENERATION_MODES = ("auto", "joint", "split")
+
+
+def resolve_generation(generation: str, client) -> str:
+    """``joint`` or ``split``: ``auto`` is ``split`` for a local GGUF model, ``joint`` otherwise."""
+    if generation not in GENERATION_MODES:
+        raise ValueError(f"generation must be one of {GENERATION_MODES}, got {generation!r}")
+    if generation != "auto":
+        return generation
+    local = getattr(client, "local", False) or str(getattr(client, "model", "")).lower().endswith(".gguf")
+    return "split" if local else "joint"
 
 
 def _conversation(view: dict, chars: int) -> str:
@@ -62,8 +83,10 @@ class LLMDiscussant:
 
     def __init__(self, client, sdbs: Mapping[str, SDB] | Sequence[SDB] | None = None, *,
                  instructions: str = USER_ACTOR, roles: bool = True, with_sdb: bool = True, seed: int = 0,
-                 max_chars: int = 600, max_tokens: int = 160, context_chars: int = 600) -> None:
-        self.client = client
+                 max_chars: int = 600, max_tokens: int = 160, context_chars: int = 600,
+                 generation: str = "auto") -> None:
+        resolve_generation(generation, client)               # a bad mode fails here
+        self.client, self.generation = client, generation
         self._sdbs = dict(sdbs) if isinstance(sdbs, Mapping) else (list(sdbs) if sdbs is not None else None)
         self.assigned: dict[str, SDB] = {}
         self.instructions, self.roles, self.with_sdb, self.seed = instructions, roles, with_sdb, seed
@@ -95,8 +118,10 @@ class LLMDiscussant:
         sdb = dataclasses.replace(sdb, special_instructions=role_text or sdb.special_instructions)
         background = f"\n\n{sdb_block(sdb)}" if self.with_sdb else f"\n\nUsername: {view['username']}"
         warned = (f"\nThe moderator has warned you {view['warnings']} time(s)." if view["warnings"] else "")
-        system = (f"{self.instructions}{background}{warned}\n\nReply only with JSON: "
-                  '{"comment": "<your comment>"} (an empty comment means you stay silent).')
+        fmt = ("Reply with your comment only (an empty reply means you stay silent)."
+               if resolve_generation(self.generation, self.client) == "split" else
+               'Reply only with JSON: {"comment": "<your comment>"} (an empty comment means you stay silent).')
+        system = f"{self.instructions}{background}{warned}\n\n{fmt}"
         user = (f"{_conversation(view, self.context_chars)}\n\n"
                 f"Write your next comment as {view['username']}.")
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -104,6 +129,14 @@ class LLMDiscussant:
     def act(self, agent: str, observation, info: dict) -> str:
         view = info["view"]
         limit = min(self.max_chars, view.get("comment_chars", self.max_chars))     # never above the env's
+        if resolve_generation(self.generation, self.client) == "split":
+            text = self.client.run(self.client.complete_text(
+                self.messages(agent, view),
+                clean=lambda raw: clean_text(raw, limit, max_sentences=4, keep=set(view["users"]) | {"moderator"}),
+                agent=agent, round=view["turn"], purpose="comment", max_tokens=self.max_tokens, allow_empty=True))
+            if not text.ok:
+                _fallback(self.client, agent, view["turn"], "comment", text.error, "pass (no comment)")
+            return text.text
         reply = self.client.run(self.client.complete_json(
             self.messages(agent, view), comment_schema(limit), lambda v: check_comment(v, limit),
             name="comment", agent=agent, round=view["turn"], purpose="comment", max_tokens=self.max_tokens))
@@ -117,11 +150,12 @@ class LLMDiscussant:
 
 
 # ---------------------------------------------------------------------------- moderator
-def moderator_schema(users: Sequence[str], max_chars: int) -> dict:
-    text = {"type": "string", "minLength": 1, "maxLength": max_chars}
+def moderator_schema(users: Sequence[str], max_chars: int, with_text: bool = True) -> dict:
+    """The moderator's move; ``with_text=False`` (split generation) leaves the text for later."""
+    text = {"text": {"type": "string", "minLength": 1, "maxLength": max_chars}} if with_text else {}
     variants = [
-        {"type": "object", "properties": {"action": {"type": "string", "enum": ["respond"]}, "text": text},
-         "required": ["action", "text"], "additionalProperties": False},
+        {"type": "object", "properties": {"action": {"type": "string", "enum": ["respond"]}, **text},
+         "required": ["action", *text], "additionalProperties": False},
         {"type": "object", "properties": {"action": {"type": "string", "enum": ["silent"]}},
          "required": ["action"], "additionalProperties": False},
     ]
@@ -129,19 +163,29 @@ def moderator_schema(users: Sequence[str], max_chars: int) -> dict:
         for kind in ("warn", "ban"):
             variants.append({"type": "object", "properties": {
                 "action": {"type": "string", "enum": [kind]}, "user": {"type": "string", "enum": list(users)},
-                "text": text}, "required": ["action", "user", "text"], "additionalProperties": False})
+                **text}, "required": ["action", "user", *text], "additionalProperties": False})
     return {"anyOf": variants}
 
 
-def check_moderation(value, users: Sequence[str], max_chars: int) -> Checked:
-    """The reply as the environment's moderator action (``{"text", "warn", "ban"}``)."""
+def check_moderation(value, users: Sequence[str], max_chars: int, with_text: bool = True) -> Checked:
+    """The reply as the environment's moderator action (``{"text", "warn", "ban"}``). Without
+    text (split generation) it is the chosen move, ``{"move": "respond" | "silent" | "warn" |
+    "ban", "user": ...}``, whose text is written next."""
     if not isinstance(value, dict):
         return Checked(None, ["the reply must be a JSON object with an action"])
     kind = value.get("action")
     if kind == "silent":
-        return Checked({"text": ""}, [] if set(value) <= {"action", "text"} else ["silent takes no other keys"])
+        ok = [] if set(value) <= {"action", "text"} else ["silent takes no other keys"]
+        return Checked({"text": ""} if with_text else {"move": "silent"}, ok)
     if kind not in ("respond", "warn", "ban"):
         return Checked(None, [f"action must be respond, silent, warn or ban; got {kind!r}"])
+    if not with_text:
+        if kind == "respond":
+            return Checked({"move": "respond"})
+        user = value.get("user")
+        if user not in users:
+            return Checked(None, [f"user must be one of {list(users)}; got {user!r}"])
+        return Checked({"move": kind, "user": user})
     text = value.get("text")
     if not isinstance(text, str) or not text.strip():
         return Checked(None, [f"a {kind} action needs a non-empty text"])
@@ -170,8 +214,9 @@ class LLMModerator:
     def __init__(self, client, strategy: str = "no_instructions", sdb: SDB | None = None, *,
                  scores: ModerationScores | Mapping[str, float] | None = None, coach: "ModeratorCoach | None" = None,
                  coach_every: int = 4, with_sdb: bool = True, max_chars: int = 600, max_tokens: int = 200,
-                 context_chars: int = 600, seed: int = 0) -> None:
-        self.client = client
+                 context_chars: int = 600, seed: int = 0, generation: str = "auto") -> None:
+        resolve_generation(generation, client)               # a bad mode fails here
+        self.client, self.generation = client, generation
         self.strategy = strategy
         self.scores = ModerationScores.coerce(scores)
         game = {k: self.scores.points()[k] for k in MODERATION_GAME_SCORES}
@@ -199,6 +244,11 @@ class LLMModerator:
                   '{"action": "respond", "text": "..."}, {"action": "silent"}, '
                   '{"action": "warn", "user": "<username>", "text": "..."}, '
                   '{"action": "ban", "user": "<username>", "text": "..."}.')
+        if resolve_generation(self.generation, self.client) == "split":
+            system = (f"{MODERATOR_ACTOR}\n\n{self.instructions}{background}{tips}\n\n"
+                      "First choose your move. Reply only with JSON, one of: "
+                      '{"action": "respond"}, {"action": "silent"}, '
+                      '{"action": "warn", "user": "<username>"}, {"action": "ban", "user": "<username>"}.')
         user = (f"{_conversation(view, self.context_chars)}\n\nUsers: {', '.join(view['users']) or 'none'}. "
                 f"Warned so far: {warned}.\nYour move as the moderator.")
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -216,12 +266,17 @@ class LLMModerator:
                 _fallback(self.client, agent, view["turn"], "coach", reply.error, "no tip")
         users = view["users"]
         limit = min(self.max_chars, view.get("comment_chars", self.max_chars))
+        split = resolve_generation(self.generation, self.client) == "split"
+        messages = self.messages(view)
         reply = self.client.run(self.client.complete_json(
-            self.messages(view), moderator_schema(users, limit),
-            lambda v: check_moderation(v, users, limit), name="moderation", agent=agent,
-            round=view["turn"], purpose="moderate", max_tokens=self.max_tokens))
+            messages, moderator_schema(users, limit, with_text=not split),
+            lambda v: check_moderation(v, users, limit, with_text=not split), name="moderation", agent=agent,
+            round=view["turn"], purpose="moderate", max_tokens=40 if split else self.max_tokens))
         if reply.ok:
             action = reply.checked.value
+            if split:
+                move = action
+                action = {"text": ""} if move["move"] == "silent" else self._write(agent, view, messages, move, limit)
         else:
             action = {"text": ""}
             _fallback(self.client, agent, view["turn"], "moderate", reply.error, "silent")
@@ -229,6 +284,29 @@ class LLMModerator:
         self.outcomes["warn"] += "warn" in action
         self.outcomes["ban"] += "ban" in action
         return action
+
+
+    def _write(self, agent: str, view: dict, messages: list[dict], move: dict, limit: int) -> dict:
+        """Split generation: the moderator's text for the move it chose, asked for plainly."""
+        target = move.get("user")
+        what = {"warn": f"a warning to @{target}", "ban": f"a message announcing that @{target} is banned"}
+        kind = move["move"] if move["move"] in what else None
+        ask = (f"Now write {what[kind]}" if kind else "Now write your reply to the discussion") + \
+            ", as the moderator. One to three sentences. Reply with the text only."
+        system = messages[0]["content"].split("\n\nFirst choose your move.")[0]
+        text = self.client.run(self.client.complete_text(
+            [{"role": "system", "content": system}, {"role": "user", "content": messages[1]["content"]},
+             {"role": "user", "content": ask}],
+            clean=lambda raw: clean_text(raw, limit, max_sentences=3, keep=set(view["users"])), agent=agent,
+            round=view["turn"],
+            purpose="moderate_text", max_tokens=self.max_tokens))
+        if not text.ok:
+            used = "silent" if kind is None else f"{kind} with the bare @mention"
+            _fallback(self.client, agent, view["turn"], "moderate_text", text.error, used)
+        if kind is not None:
+            body = text.text if f"@{target}" in text.text else f"@{target} {text.text}".strip()
+            return {"text": body, kind: target}
+        return {"text": text.text}
 
 
 class ModeratorCoach:

@@ -3,19 +3,35 @@
 It implements the batched policy protocol (``act(observations) -> actions``) for every agent
 it is given, with all agents' requests concurrent (bounded by the client). Per agent and round:
 
-1. **reflect** on the previous round from the new observation (rewards, best round, DMs and
-   mentions received) into bounded memory;
+1. take in the new observation (the last round's score for the best round, DMs and mentions
+   received) into memory (``socialgym.agents.memory``);
 2. optionally get **coach** tips (agents chosen by ``coached``);
-3. **plan** the N actions with the Plan prompt, under a JSON schema built from the live
-   observation (enums of the listed user, post and DM ids) — by default the same reply also
-   carries each action's text (``execute="joint"``: one call, which small local models need);
-   ``execute="separate"`` plans first and then writes all texts in a second call;
-4. **vote** on the vote items with the Vote prompt (a schema with one required key per item).
+3. **plan** the N actions with the Plan prompt, under a JSON schema (``schema_ids``: the listed
+   ids as enums, or a schema that stays the same every round and ids checked after the reply);
+4. **execute**, by ``generation``:
+
+   - ``"joint"``: the plan's JSON also carries each action's text (one request; for capable
+     models);
+   - ``"split"``: the plan's fields are all closed choices (type, target, recipient, topic,
+     tone, mention); then one short *plain* text request per POST/COM/DM, with the persona as
+     its stable prefix, none for NOT. Each agent's text requests start as soon as its own plan
+     arrives. Small models write fluent text only this way: inside grammar-constrained JSON
+     they do not;
+   - ``"auto"`` (default): ``split`` for a local GGUF model (``LLMClient(local=True)``, which the
+     embedded model's runs set), ``joint`` otherwise;
+
+5. **vote** on the vote items with the Vote prompt, and **reflect**: the same reply states the
+   agent's current stance on its persona's issue, which becomes the round's opinion entry.
+
+What an agent sees is configurable and reported: ``max_users``, ``max_posts``, ``max_dms``,
+``max_vote_items``, ``max_topics`` (None shows everything); a list that is cut says in the prompt
+how many entries were left out.
 
 Invalid replies are re-prompted with the validation error (``client.max_repairs`` times);
 what is still invalid falls back — an action slot to NOT (in round 1, where NOT is not
-allowed, to a plain POST), a vote to 0 — and every fallback is recorded in
-``client.usage.fallbacks`` with its reason.
+allowed, to a plain POST), a vote to 0, a failed text to an empty text (the tone then gives the
+sentiment, SPEC §1) — and every fallback is recorded in ``client.usage.fallbacks`` with its
+reason.
 """
 
 from __future__ import annotations
@@ -29,43 +45,65 @@ import numpy as np
 
 from socialgym.agents.coach import Coach
 from socialgym.agents.memory import AgentMemory, _clip
-from socialgym.agents.persona import Persona, generate_personas, load_personas
+from socialgym.agents.persona import STANCES, Persona, generate_personas, load_personas
 from socialgym.config import REWARD_NAMES
 from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import (
-    PlanContext, check_plan, check_texts, check_votes, plan_schema, texts_schema, vote_schema,
+    PlanContext, check_plan, check_stance, check_vote_reply, plan_schema, reflect_schema, vote_schema,
 )
+from socialgym.llm.text import clean_text
 from socialgym.llm.usage import Fallback
 
 _MENTION = re.compile(r"@([A-Za-z0-9_\-]+)")
+GENERATION_MODES = ("auto", "joint", "split")
+SCHEMA_ID_MODES = ("auto", "enum", "validate")
+
+
+def _cut(items: Sequence, cap: int | None) -> tuple[list, int]:
+    """The first ``cap`` items (all when ``cap`` is None) and how many were left out."""
+    items = list(items)
+    if cap is None or len(items) <= cap:
+        return items, 0
+    return items[:cap], len(items) - cap
+
+
+def _left_out(n: int, what: str) -> str:
+    return f" ({n} more {what} not listed)" if n else ""
 
 
 class LLMPolicy:
     def __init__(self, client, personas: Sequence[Persona] | Mapping[str, Persona] | str | Path | None = None,
                  coach: Coach | None = None, *, coached: bool | Iterable[str] | Callable[[str], bool] = True,
-                 prompts: PromptSet | None = None, execute: str = "joint", max_users: int = 8,
-                 max_posts: int = 6, max_dms: int = 3, max_vote_items: int = 8, max_topics: int = 10,
-                 item_chars: int = 100, text_chars: int = 280, new_topics: bool = True,
-                 memory: Mapping[str, int] | None = None, seed: int = 0,
-                 plan_tokens: int | None = None, vote_tokens: int | None = None) -> None:
-        if execute not in ("joint", "separate"):
-            raise ValueError(f"execute must be 'joint' or 'separate', got {execute!r}")
+                 prompts: PromptSet | None = None, generation: str = "auto", schema_ids: str = "auto",
+                 max_users: int | None = None, max_posts: int | None = None, max_dms: int | None = None,
+                 max_vote_items: int | None = None, max_topics: int | None = 20, item_chars: int = 100,
+                 text_chars: int = 200, new_topics: bool = True, memory: Mapping[str, Any] | None = None,
+                 seed: int = 0, plan_tokens: int | None = None, vote_tokens: int | None = None,
+                 text_tokens: int | None = None) -> None:
+        if generation not in GENERATION_MODES:
+            raise ValueError(f"generation must be one of {GENERATION_MODES}, got {generation!r}")
+        if schema_ids not in SCHEMA_ID_MODES:
+            raise ValueError(f"schema_ids must be one of {SCHEMA_ID_MODES}, got {schema_ids!r}")
         for name, value in (("max_users", max_users), ("max_posts", max_posts), ("max_dms", max_dms),
                             ("max_vote_items", max_vote_items), ("max_topics", max_topics)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{name} must be a positive integer or None (show all), got {value!r}")
+        for name, value in (("item_chars", item_chars), ("text_chars", text_chars)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 10:
+                raise ValueError(f"{name} must be an integer >= 10, got {value!r}")
         self.client = client
         self.prompts = prompts or (coach.prompts if coach is not None else PromptSet())
         self.coach = coach
         # a one-shot iterable (e.g. a generator) is read once, here
         self._coached = coached if isinstance(coached, bool) or callable(coached) else frozenset(coached)
-        self.execute = execute
+        self.generation, self.schema_ids = generation, schema_ids
         self.max_users, self.max_posts, self.max_dms = max_users, max_posts, max_dms
         self.max_vote_items, self.max_topics, self.item_chars = max_vote_items, max_topics, item_chars
         self.text_chars, self.new_topics = text_chars, new_topics
         self.memory_kwargs = dict(memory or {})
+        AgentMemory(**self.memory_kwargs)                  # a bad memory setting fails here, not mid-run
         self.seed = seed
-        self.plan_tokens, self.vote_tokens = plan_tokens, vote_tokens
+        self.plan_tokens, self.vote_tokens, self.text_tokens = plan_tokens, vote_tokens, text_tokens
         if isinstance(personas, (str, Path)):
             personas = load_personas(personas)
         self._persona_arg = personas
@@ -78,6 +116,23 @@ class LLMPolicy:
     # the runner attaches a fresh client after loading
     def __getstate__(self) -> dict:
         return {**self.__dict__, "client": None}
+
+    # ------------------------------------------------------------------ modes
+    @property
+    def generation_mode(self) -> str:
+        """``joint`` or ``split`` (``auto`` resolved against the client)."""
+        if self.generation != "auto":
+            return self.generation
+        local = getattr(self.client, "local", False) or str(getattr(self.client, "model", "")).lower().endswith(".gguf")
+        return "split" if local else "joint"
+
+    @property
+    def id_mode(self) -> str:
+        """``enum`` or ``validate`` (``auto``: ``validate`` where the server caches the schema with
+        the prompt, i.e. OpenAI's API; ``enum`` for grammar-constrained servers)."""
+        if self.schema_ids != "auto":
+            return self.schema_ids
+        return "validate" if "api.openai.com" in str(getattr(self.client, "base_url", "")) else "enum"
 
     # ------------------------------------------------------------------ protocol
     def act(self, observations: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +149,7 @@ class LLMPolicy:
 
     def reset(self) -> None:
         """Forget memories (personas stay)."""
-        self.memories.clear()
+        self.memories = {a: AgentMemory(**self.memory_kwargs) for a in self.memories}
         self.tips.clear()
         self.rng = np.random.default_rng(self.seed)
 
@@ -135,78 +190,108 @@ class LLMPolicy:
         for a in new:
             self.memories[a] = AgentMemory(**self.memory_kwargs)
 
-    # ------------------------------------------------------------------ act phase
-    def _users_shown(self, agent: str, obs: dict) -> list[str]:
-        """Peers listed in the prompt: DM senders, feed authors, known peers, then a seeded sample."""
-        users = obs["users"]
-        picked = dict.fromkeys(d["author"] for d in obs["dms"][:self.max_dms])
-        picked.update(dict.fromkeys(it["author"] for it in obs["feed"][:self.max_posts]))
-        picked.update(dict.fromkeys(self.memories[agent].known_peers(self.max_users)))
-        picked.pop(agent, None)
-        shown = [u for u in picked if u in users][:self.max_users]
-        if len(shown) < self.max_users and len(users) > len(shown):
-            order = self.rng.permutation(len(users))[:self.max_users + len(shown)]
-            for j in order.tolist():
-                u = users[j]
-                if u not in picked:
-                    shown.append(u)
-                    picked[u] = None
-                if len(shown) >= self.max_users:
-                    break
-        return shown
+    def _name(self, agent: str) -> str:
+        """How a peer is called in a text request: its persona's name when this policy knows it."""
+        p = self.personas.get(agent)
+        return p.name if p is not None else agent
 
-    def _plan_messages(self, agent: str, obs: dict, ctx: PlanContext, tip: list[str] | None) -> list[dict]:
-        p, mem, pr = self.personas[agent], self.memories[agent], self.prompts
-        lambdas = obs["lambdas"]
+    # ------------------------------------------------------------------ prompt parts
+    def persona_block(self, agent: str) -> str:
+        """Who the agent is: the whole system message of its text requests."""
+        p = self.personas[agent]
+        return self.prompts.render("persona", name=p.name, role=p.role, description=p.description,
+                                   stance=p.stance, style=p.style, personality=p.personality())
+
+    def system_prompt(self, agent: str, obs: dict) -> str:
+        """Game rules and reward definitions (the same for every agent), then the agent's persona
+        and weights: the system message of the plan and vote requests, unchanged from round to
+        round while the agent's weights stay the same."""
+        pr, lambdas = self.prompts, obs["lambdas"]
         active = [c for c in REWARD_NAMES if lambdas.get(c, 0) > 0]
-        system = pr.render(
-            "plan_system", n_actions=ctx.n_actions, reward_docs="\n".join(f"- {pr.reward_docs[c]}" for c in active),
-            name=p.name, role=p.role, description=p.description, stance=p.stance, style=p.style,
-            personality=p.personality(), weights=", ".join(f"{c} {lambdas[c]:.2f}" for c in active))
+        game = pr.render("game", n_actions=obs["n_actions"],
+                         text_rule=pr.render("text_rule") if self.generation_mode == "joint" else "")
+        rewards = pr.render("rewards", reward_docs="\n".join(f"- {pr.reward_docs[c]}" for c in active))
+        goal = pr.render("goal", active_comps=", ".join(active) or "none",
+                         active_weights=", ".join(f"{c} {lambdas[c]:.2f}" for c in active) or "none")
+        return f"{game}\n\n{rewards}\n\n{self.persona_block(agent)}\n{goal}"
+
+    def _users_shown(self, agent: str, obs: dict) -> tuple[list[str], int]:
+        """Peers listed in the prompt and how many were left out. All of them unless ``max_users``
+        cuts the list; then DM senders, feed authors and known peers come first, the rest is a
+        seeded sample. Listed in the observation's order, so an uncut list is the same every round."""
+        users = [u for u in obs["users"] if u != agent]
+        if self.max_users is None or len(users) <= self.max_users:
+            return users, 0
+        picked = dict.fromkeys(d["author"] for d in obs["dms"])
+        picked.update(dict.fromkeys(it["author"] for it in obs["feed"]))
+        picked.update(dict.fromkeys(self.memories[agent].known_peers()))
+        allowed = set(users)
+        chosen = [u for u in picked if u in allowed][:self.max_users]
+        if len(chosen) < self.max_users:
+            rest = [u for u in users if u not in set(chosen)]
+            order = self.rng.permutation(len(rest))[:self.max_users - len(chosen)]
+            chosen += [rest[j] for j in order.tolist()]
+        keep = set(chosen)
+        return [u for u in users if u in keep], len(users) - len(chosen)
+
+    def _topics(self, agent: str, obs: dict) -> tuple[list[str], int]:
+        """Topics offered in the prompt: the persona's interests, the feed's, then the vocabulary."""
+        interests = self.personas[agent].interests
+        return _cut(dict.fromkeys([*interests, *(it["topic"] for it in obs["feed"]), *obs["topics"]]),
+                    self.max_topics)
+
+    def _plan_messages(self, agent: str, obs: dict, ctx: PlanContext, tip: list[str] | None,
+                       feed: list[dict], dms: list[dict], cuts: dict[str, int]) -> list[dict]:
+        mem, pr = self.memories[agent], self.prompts
         last = obs["last_rewards"]
         last_line = ("none yet" if obs["round"] == 1 else
                      ", ".join(f"{c} {last[c]:.2f}" for c in REWARD_NAMES) + f", total {last['total']:.2f}")
-        topics = self._topics(agent, obs)
-        dms = "\n".join(f"- DM id {d['id']} from {d['author']} [{d['topic']}]: {_clip(d['text'], self.item_chars)}"
-                        for d in obs["dms"][:self.max_dms]) or "- none"
-        posts = "\n".join(f"- id {it['id']} by {it['author']} [{it['topic']}] ({it['likes']} likes): "
-                          f"{_clip(it['text'], self.item_chars)}" for it in obs["feed"][:self.max_posts]) or "- none"
+        topics, topics_cut = self._topics(agent, obs)
+        dm_lines = "\n".join(f"- DM id {d['id']} from {d['author']} [{d['topic']}]: {_clip(d['text'], self.item_chars)}"
+                             for d in dms) or "- none"
+        post_lines = "\n".join(f"- id {it['id']} by {it['author']} [{it['topic']}] ({it['likes']} likes): "
+                               f"{_clip(it['text'], self.item_chars)}" for it in feed) or "- none"
+        if cuts["dms"]:
+            dm_lines += f"\n- ({cuts['dms']} more DMs not listed)"
+        if cuts["posts"]:
+            post_lines += f"\n- ({cuts['posts']} more posts not listed)"
         user = pr.render(
-            "plan_user", round=obs["round"], best=mem.best_line(), last_rewards=last_line,
-            tip=("Coach tips: " + " ".join(tip) + "\n") if tip else "", memory=mem.prompt_block(),
-            users=", ".join(ctx.users) or "none", topics=", ".join(topics),
-            dms=dms, posts=posts, n_actions=ctx.n_actions,
-            round_rule=" Round 1: every action must be a POST." if ctx.post_only else "")
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            "plan_user", users=(", ".join(ctx.users) or "none") + _left_out(cuts["users"], "users"),
+            best=mem.best_line(), memory=mem.prompt_block(), round=obs["round"],
+            last_actions="; ".join(mem.last_actions) or "none", last_rewards=last_line,
+            tip=("Coach's tips: " + " ".join(tip) + "\n") if tip else "",
+            topics=", ".join(topics) + _left_out(topics_cut, "topics"), dms=dm_lines, posts=post_lines,
+            n_actions=ctx.n_actions,
+            round_rule=" This is round 1: every action must be a POST." if ctx.post_only else "")
+        return [{"role": "system", "content": self.system_prompt(agent, obs)}, {"role": "user", "content": user}]
 
-    def _topics(self, agent: str, obs: dict) -> list[str]:
-        """Topics offered in the prompt: the persona's interests, the feed's, then the vocabulary."""
-        interests = self.personas[agent].interests
-        return list(dict.fromkeys([*interests, *(it["topic"] for it in obs["feed"]), *obs["topics"]]))[:self.max_topics]
-
+    # ------------------------------------------------------------------ act phase
     async def _plan(self, agent: str, obs: dict) -> dict:
         mem = self.memories[agent]
-        mem.observe(obs)                                   # reflect on the last round
-        users = self._users_shown(agent, obs)
+        mem.observe(obs)
+        split = self.generation_mode == "split"
+        users, users_cut = self._users_shown(agent, obs)
+        feed, posts_cut = _cut(obs["feed"], self.max_posts)
+        dms, dms_cut = _cut(obs["dms"], self.max_dms)
         ctx = PlanContext(agent=agent, round=obs["round"], n_actions=obs["n_actions"], users=tuple(users),
-                          posts=tuple(it["id"] for it in obs["feed"][:self.max_posts]),
-                          dms=tuple((d["id"], d["author"]) for d in obs["dms"][:self.max_dms]),
-                          with_text=self.execute == "joint", text_max=self.text_chars,
-                          topics=None if self.new_topics else tuple(self._topics(agent, obs)))
+                          posts=tuple(it["id"] for it in feed), dms=tuple((d["id"], d["author"]) for d in dms),
+                          with_text=not split, text_max=self.text_chars, ids=self.id_mode,
+                          topics=None if self.new_topics else tuple(self._topics(agent, obs)[0]))
         tip = None
         if self.is_coached(agent) and obs["round"] > 1:
-            reply = await self.coach.tips(obs, mem, users)
+            reply = await self.coach.tips(obs, mem, users, plain=split)
             if reply.ok:
                 tip = reply.checked.value
                 self.tips[agent] = tip
             else:
                 self._fallback(agent, obs["round"], "coach", None, reply.error, "no tip")
-        tokens = self.plan_tokens or (40 + (50 + self.text_chars // 2) * ctx.n_actions if ctx.with_text
-                                      else 40 + 50 * ctx.n_actions)
+        tokens = self.plan_tokens or (40 + 45 * ctx.n_actions if split else
+                                      40 + (50 + self.text_chars // 2) * ctx.n_actions)
+        cuts = {"users": users_cut, "posts": posts_cut, "dms": dms_cut}
         reply = await self.client.complete_json(
-            self._plan_messages(agent, obs, ctx, tip), plan_schema(ctx), lambda v: check_plan(v, ctx),
-            name="plan", agent=agent, round=obs["round"], purpose="plan", max_tokens=tokens,
-            repair=self.prompts.repair)
+            self._plan_messages(agent, obs, ctx, tip, feed, dms, cuts), plan_schema(ctx),
+            lambda v: check_plan(v, ctx), name="plan", agent=agent, round=obs["round"], purpose="plan",
+            max_tokens=tokens, repair=self.prompts.repair)
         slots = list(reply.checked.value) if reply.checked is not None else []
         actions = []
         for i in range(ctx.n_actions):
@@ -215,37 +300,39 @@ class LLMPolicy:
                 action = self._fallback_action(obs)
                 self._fallback(agent, obs["round"], "plan", i, reply.error or "no action in this slot", action)
             actions.append(action)
-        if self.execute == "separate":
-            await self._write_texts(agent, obs, actions)
+        if split:                      # this agent's texts go out now, whatever the others are doing
+            by_id = {it["id"]: it for it in feed} | {d["id"]: d for d in dms}
+            await asyncio.gather(*(self._write(agent, obs, i, a, by_id) for i, a in enumerate(actions)
+                                   if a["type"] != "NOT"))
         env_actions = [self._to_env(a, agent, obs) for a in actions]
         mem.record_actions(obs["round"], env_actions, {it["id"]: it["author"] for it in obs["feed"]})
         return {"actions": env_actions}
 
-    async def _write_texts(self, agent: str, obs: dict, actions: list[dict]) -> None:
-        todo = [a for a in actions if a["type"] != "NOT"]
-        if not todo:
-            return
-        p = self.personas[agent]
-        lines = []
-        for k, a in enumerate(todo):
-            target = (f" replying to item {a['target_id']}" if a.get("target_id") is not None else "")
-            who = f" to {a['recipient']}" if a.get("recipient") else ""
-            mention = f", mention @{a['mention']}" if a.get("mention") else ""
-            lines.append(f"{k + 1}. {a['type']}{who}{target} on {a.get('topic') or 'the post topic'}, "
-                         f"tone {a['tone']}{mention}")
-        messages = [{"role": "system", "content": self.prompts.render(
-                        "write_system", name=p.name, role=p.role, description=p.description,
-                        stance=p.stance, style=p.style)},
-                    {"role": "user", "content": self.prompts.render("write_user", actions="\n".join(lines))}]
-        n = len(todo)
-        reply = await self.client.complete_json(messages, texts_schema(n), lambda v: check_texts(v, n),
-                                                name="texts", agent=agent, round=obs["round"], purpose="write",
-                                                max_tokens=80 * n + 20, repair=self.prompts.repair)
-        texts = reply.checked.value if reply.ok else []
+    def text_messages(self, agent: str, action: dict, items: Mapping[int, dict]) -> list[dict]:
+        """The plain text request of one planned action: persona, then one short instruction."""
+        pr, kind, tone = self.prompts, action["type"], action["tone"]
+        target = items.get(action.get("target_id")) if action.get("target_id") is not None else None
+        if kind == "POST":
+            user = pr.render("text_post", topic=action["topic"], tone=tone)
+        elif kind == "COM":
+            user = pr.render("text_comment", author=self._name(target["author"]), tone=tone,
+                             content=_clip(target["text"], self.item_chars) or f"(a post about {target['topic']})",
+                             topic=action.get("topic") or target["topic"])
+        elif target is not None:       # a DM that answers a DM
+            user = pr.render("text_dm_reply", recipient=self._name(action["recipient"]), tone=tone,
+                             content=_clip(target["text"], self.item_chars) or f"(a message about {target['topic']})")
+        else:
+            user = pr.render("text_dm", recipient=self._name(action["recipient"]), topic=action["topic"], tone=tone)
+        return [{"role": "system", "content": self.persona_block(agent)}, {"role": "user", "content": user}]
+
+    async def _write(self, agent: str, obs: dict, slot: int, action: dict, items: Mapping[int, dict]) -> None:
+        reply = await self.client.complete_text(
+            self.text_messages(agent, action, items), clean=lambda raw: clean_text(raw, self.text_chars),
+            agent=agent, round=obs["round"], purpose="write",
+            max_tokens=self.text_tokens or self.text_chars // 4 + 8)
+        action["text"] = reply.text
         if not reply.ok:
-            self._fallback(agent, obs["round"], "write", None, reply.error, "empty texts (tone sets sentiment)")
-        for k, a in enumerate(todo):
-            a["text"] = texts[k] if k < len(texts) else ""
+            self._fallback(agent, obs["round"], "write", slot, reply.error, "empty text (the tone sets the sentiment)")
 
     def _fallback_action(self, obs: dict) -> dict:
         if obs["round"] == 1:     # NOT is invalid in round 1 (SPEC §1): a plain POST instead
@@ -276,29 +363,46 @@ class LLMPolicy:
         out["text"] = text
         return out
 
-    # ------------------------------------------------------------------ vote phase
+    # ------------------------------------------------------------------ vote phase (+ reflect)
     async def _vote(self, agent: str, obs: dict) -> dict:
-        items = obs["vote_items"][:self.max_vote_items]
-        if not items:
+        p, mem, pr = self.personas[agent], self.memories[agent], self.prompts
+        items, cut = _cut(obs["vote_items"], self.max_vote_items)
+        system = {"role": "system", "content": self.system_prompt(agent, obs)}
+        stances = ", ".join(STANCES)
+        if not items:       # nothing to vote on: the reflect step alone
+            reply = await self.client.complete_json(
+                [system, {"role": "user", "content": pr.render("reflect_user", round=obs["round"], issue=p.issue,
+                                                                stances=stances)}],
+                reflect_schema(STANCES), lambda v: check_stance(v, STANCES), name="reflect", agent=agent,
+                round=obs["round"], purpose="reflect", max_tokens=24, repair=pr.repair)
+            if reply.ok:
+                mem.record_stance(obs["round"], reply.checked.value)
+            else:
+                self._fallback(agent, obs["round"], "reflect", None, reply.error, "no stance entry")
             return {"votes": {}}
-        p, mem = self.personas[agent], self.memories[agent]
+        known = [it["author"] in mem.relationships for it in items]
         lines = "\n".join(f"- {it['id']} {it['author']}: {_clip(it['text'], self.item_chars) or '(' + it['topic'] + ')'}"
-                          + (f" | {mem.relationship_line(it['author'])}" if it["author"] in mem.relationships else "")
-                          for it in items)
-        messages = [{"role": "system", "content": self.prompts.render(
-                        "vote_system", name=p.name, role=p.role, personality=p.personality(), stance=p.stance)},
-                    {"role": "user", "content": self.prompts.render(
-                        "vote_user", items=lines, relationship_header=", relationship")}]
+                          + (f" | {mem.relationships[it['author']].brief()}" if k else "") for it, k in zip(items, known))
+        if cut:
+            lines += f"\n- ({cut} more items not listed; they count as 0)"
+        fmt = pr.render("vote_format_list" if self.id_mode == "validate" else "vote_format_keyed")
+        user = pr.render("vote_user", round=obs["round"], items=lines, issue=p.issue, stances=stances, format=fmt,
+                         relationship_header=", relationship" if any(known) else "",
+                         relationship_hint=" and your relationships" if any(known) else "")
         ids = [it["id"] for it in items]
         reply = await self.client.complete_json(
-            messages, vote_schema(ids), lambda v: check_votes(v, ids), name="votes", agent=agent,
-            round=obs["round"], purpose="vote", max_tokens=self.vote_tokens or 16 + 10 * len(ids),
-            repair=self.prompts.repair)
-        votes = dict(reply.checked.value) if reply.checked is not None else {}
+            [system, {"role": "user", "content": user}], vote_schema(ids, STANCES, self.id_mode),
+            lambda v: check_vote_reply(v, ids, STANCES), name="votes", agent=agent, round=obs["round"],
+            purpose="vote", max_tokens=self.vote_tokens or 32 + 10 * len(ids), repair=pr.repair)
+        votes, stance = reply.checked.value if reply.checked is not None else ({}, None)
+        votes = dict(votes)
         if not reply.ok:
             self._fallback(agent, obs["round"], "vote", None, reply.error,
-                           f"0 on {len(ids) - len(votes)} of {len(ids)} items")
+                           f"0 on {len(ids) - len(votes)} of {len(ids)} items"
+                           + ("; no stance entry" if stance is None else ""))
         mem.record_votes(votes, items)
+        if stance is not None:
+            mem.record_stance(obs["round"], stance)
         return {"votes": votes}
 
     def _fallback(self, agent, rnd, purpose, slot, reason, used) -> None:

@@ -1,16 +1,37 @@
-"""Bounded agent memory (SPEC §8): conversation, relationship per peer, opinion, best round.
+"""Agent memory (SPEC §8): conversation, relationship per peer, opinion, best round.
 
-recagent finds simulation quality falling as memory grows, so everything that reaches a
-prompt is bounded: the last ``conversation_limit`` interactions, the ``relationships_in_prompt``
-most recent peers (each summarised in one line of counts and the last exchange), and the last
-``opinion_limit`` opinion entries (one per round: what the agent stood for and how it went).
-Older interactions are not lost entirely: they stay in the per-peer counts.
+What is *kept* and what reaches a *prompt* are separate (recagent finds simulation quality
+falling as the memory in a prompt grows):
+
+- **conversation** keeps every interaction of the agent, sent and received, for the whole run
+  (it is pickled with the policy, so checkpoints carry it);
+- **relationships** keep per-peer counts (sent, received, likes and dislikes given), the topics
+  exchanged and the last exchange;
+- **opinions** keep one stance entry per round, written by the model in the reflect step (the
+  stance it declares with its votes), and **best** the best round with its score and actions.
+
+The prompt gets a bounded view (:meth:`AgentMemory.prompt_block`, at most ``max_chars``
+characters): the ``recent`` latest interactions verbatim; older ones as one summary line per
+peer, for the ``peers_in_prompt`` peers that recagent's forgetting curve keeps most alive; and
+the last ``opinions_in_prompt`` stance entries. recagent forgets a memory with probability
+``g = 1 - (s + r) / 2 * max(r ** beta, delta)`` (``s`` importance, ``r`` recency, both in
+(0, 1]); the view ranks peers by the retention ``1 - g`` of their strongest older interaction and
+drops peers whose retention is below ``forget_below`` (deterministic, so runs replay exactly).
+Recency is ``1 / (1 + age in rounds)``; importance is 1 for a DM received, 0.8 for a mention or
+a DM sent, 0.6 for a comment, 0.3 for a post. With the defaults (``beta`` 2, ``delta`` 0.2,
+``forget_below`` 0.065) a peer known only through comments drops out of the view 20 rounds after
+the last one, while DMs and mentions stay eligible (the view still shows only the top peers).
+The default ``max_chars`` of 1,000 keeps the view under 300 tokens, also when it is dense in
+ids and numbers (about 3.5 characters a token).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+IMPORTANCE = {("in", "DM"): 1.0, ("in", "MENTION"): 0.8, ("out", "DM"): 0.8, ("in", "COM"): 0.6,
+              ("out", "COM"): 0.6, ("out", "MENTION"): 0.8, ("out", "POST"): 0.3}
 
 
 def _clip(text: str | None, n: int) -> str:
@@ -18,36 +39,82 @@ def _clip(text: str | None, n: int) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
+@dataclass(frozen=True)
+class Interaction:
+    """One thing the agent did or received. ``peer`` is None for a post addressed to nobody."""
+
+    round: int
+    direction: str        # "out" (the agent did it) or "in" (addressed to the agent)
+    kind: str             # POST, COM, DM or MENTION
+    peer: str | None
+    topic: str | None
+    text: str
+
+    @property
+    def importance(self) -> float:
+        return IMPORTANCE.get((self.direction, self.kind), 0.3)
+
+    def line(self, chars: int) -> str:
+        who = "you" if self.direction == "out" else self.peer
+        to = {("out", "DM"): f" DM to {self.peer}", ("out", "COM"): f" commented on {self.peer}'s post",
+              ("out", "MENTION"): f" mentioned {self.peer}", ("in", "DM"): " sent you a DM",
+              ("in", "MENTION"): " mentioned you", ("in", "COM"): " commented on your post"}
+        what = to.get((self.direction, self.kind), " posted")
+        topic = f" [{self.topic}]" if self.topic else ""
+        return f"r{self.round} {who}{what}{topic}: {_clip(self.text, chars) or '(no text)'}"
+
+
 @dataclass
 class Relationship:
     sent: int = 0            # my DMs, comments and mentions addressed to them
-    received: int = 0        # their DMs and mentions addressed to me
+    received: int = 0        # their DMs, comments and mentions addressed to me
     likes_given: int = 0
     dislikes_given: int = 0
     last_round: int = 0
     last: str = ""           # the most recent exchange, shortened
+    topics: dict[str, None] = field(default_factory=dict)   # exchanged topics, insertion-ordered
+
+    def brief(self) -> str:
+        """The counts alone (the vote prompt's relationship column)."""
+        return f"you->them {self.sent}, them->you {self.received}, you liked {self.likes_given}/" \
+               f"disliked {self.dislikes_given}"
 
     def summary(self) -> str:
         parts = [f"you->them {self.sent}", f"them->you {self.received}"]
         if self.likes_given or self.dislikes_given:
             parts.append(f"you liked {self.likes_given}/disliked {self.dislikes_given}")
+        if self.topics:
+            parts.append("topics " + ", ".join(list(self.topics)[-3:]))
         if self.last:
             parts.append(f"last (round {self.last_round}): {self.last}")
         return ", ".join(parts)
 
 
 class AgentMemory:
-    def __init__(self, *, conversation_limit: int = 8, opinion_limit: int = 3,
-                 relationships_in_prompt: int = 5, text_chars: int = 80) -> None:
-        self.conversation: deque[str] = deque(maxlen=conversation_limit)
-        self.opinions: deque[str] = deque(maxlen=opinion_limit)
+    def __init__(self, *, recent: int = 4, peers_in_prompt: int = 4, opinions_in_prompt: int = 3,
+                 text_chars: int = 60, max_chars: int = 1000, beta: float = 2.0, delta: float = 0.2,
+                 forget_below: float = 0.065) -> None:
+        for name, value in (("recent", recent), ("peers_in_prompt", peers_in_prompt),
+                            ("opinions_in_prompt", opinions_in_prompt)):
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"memory {name} must be a non-negative integer, got {value!r}")
+        for name, value in (("text_chars", text_chars), ("max_chars", max_chars)):
+            if not isinstance(value, int) or value < 8:
+                raise ValueError(f"memory {name} must be an integer >= 8, got {value!r}")
+        if not beta > 1 or not 0 < delta < 1 or not 0 <= forget_below < 1:
+            raise ValueError(f"memory forgetting needs beta > 1, 0 < delta < 1, 0 <= forget_below < 1; "
+                             f"got beta={beta!r}, delta={delta!r}, forget_below={forget_below!r}")
+        self.recent, self.peers_in_prompt, self.opinions_in_prompt = recent, peers_in_prompt, opinions_in_prompt
+        self.text_chars, self.max_chars = text_chars, max_chars
+        self.beta, self.delta, self.forget_below = float(beta), float(delta), float(forget_below)
+        self.conversation: list[Interaction] = []          # everything, never cut
+        self.opinions: list[tuple[int, str]] = []           # (round, stance) from the reflect step
         self.relationships: dict[str, Relationship] = {}
-        self.relationships_in_prompt = relationships_in_prompt
-        self.text_chars = text_chars
         self.best: tuple[int, float, str] | None = None
         self.last_actions: list[str] = []
         self.recent_topics: deque[tuple[str, ...]] = deque(maxlen=3)
         self.recent_partners: deque[tuple[str, ...]] = deque(maxlen=3)
+        self.round = 0
         self._reflected = 0
 
     def _rel(self, peer: str) -> Relationship:
@@ -56,31 +123,41 @@ class AgentMemory:
             rel = self.relationships[peer] = Relationship()
         return rel
 
+    def _remember(self, item: Interaction) -> None:
+        self.conversation.append(item)
+        if item.peer is None:
+            return
+        rel = self._rel(item.peer)
+        if item.direction == "out":
+            rel.sent += 1
+        else:
+            rel.received += 1
+        if item.topic:
+            rel.topics.pop(item.topic, None)
+            rel.topics[item.topic] = None
+        if item.round >= rel.last_round:
+            rel.last_round = item.round
+            verb = "you " + item.kind if item.direction == "out" else f"they {item.kind}"
+            rel.last = f"{verb}: {_clip(item.text, self.text_chars)}"
+
     # ---- what the agent sees -------------------------------------------------------------
     def observe(self, obs: dict) -> None:
-        """Reflect on the previous round from an act-phase observation: its rewards (best round,
-        opinion entry), the DMs received and the public items that mention the agent."""
+        """Take in an act-phase observation: the previous round's total (best round), the DMs
+        received and the recent public items that mention the agent."""
         rnd, me = obs["round"], obs["agent"]
+        self.round = rnd
         if rnd > 1 and self._reflected < rnd - 1:
             self._reflected = rnd - 1
             total = float(obs["last_rewards"].get("total", 0.0))
             summary = "; ".join(self.last_actions) or "nothing"
             if self.best is None or total > self.best[1]:
                 self.best = (rnd - 1, total, summary)
-            topics = ", ".join(self.recent_topics[-1]) if self.recent_topics else "none"
-            self.opinions.append(f"round {rnd - 1}: engaged on {topics}; score {total:.2f}")
         for dm in obs.get("dms", []):
-            rel = self._rel(dm["author"])
-            rel.received += 1
-            rel.last_round, rel.last = dm["round"], f"they DM'd: {_clip(dm['text'], self.text_chars)}"
-            self.conversation.append(f"r{dm['round']} {dm['author']} DM'd you: {_clip(dm['text'], self.text_chars)}")
+            self._remember(Interaction(dm["round"], "in", "DM", dm["author"], dm.get("topic"), dm["text"]))
         for item in obs.get("feed", []):
             if me in (item.get("mentions") or []) and item["round"] >= rnd - 1:
-                rel = self._rel(item["author"])
-                rel.received += 1
-                rel.last_round, rel.last = item["round"], f"they mentioned you: {_clip(item['text'], self.text_chars)}"
-                self.conversation.append(f"r{item['round']} {item['author']} mentioned you: "
-                                         f"{_clip(item['text'], self.text_chars)}")
+                self._remember(Interaction(item["round"], "in", "MENTION", item["author"], item.get("topic"),
+                                           item["text"]))
 
     # ---- what the agent did --------------------------------------------------------------
     def record_actions(self, rnd: int, actions: list[dict], authors: dict[int, str]) -> None:
@@ -92,17 +169,17 @@ class AgentMemory:
                 summaries.append("NOT")
                 continue
             peer = a.get("recipient") if kind == "DM" else authors.get(a.get("target_id")) if kind == "COM" else None
-            text = _clip(a.get("text"), self.text_chars)
-            topic = a.get("topic") or "(post's topic)"
-            summaries.append(f"{kind}{' to ' + peer if peer else ''} on {topic} ({a.get('tone', 'neutral')})")
-            if a.get("topic"):
-                topics.append(a["topic"])
-            for p in ([peer] if peer else []) + list(a.get("mentions") or []):
-                rel = self._rel(p)
-                rel.sent += 1
-                rel.last_round, rel.last = rnd, f"you {kind}: {text}"
-                partners.append(p)
-            self.conversation.append(f"r{rnd} you {kind}{' to ' + peer if peer else ''}: {text}")
+            topic = a.get("topic")
+            summaries.append(f"{kind}{' to ' + peer if peer else ''} on {topic or 'the post topic'} "
+                             f"({a.get('tone', 'neutral')})")
+            if topic:
+                topics.append(topic)
+            text = a.get("text") or ""
+            self._remember(Interaction(rnd, "out", kind, peer, topic, text))
+            for m in a.get("mentions") or []:
+                if m != peer:
+                    self._remember(Interaction(rnd, "out", "MENTION", m, topic, text))
+            partners += ([peer] if peer else []) + list(a.get("mentions") or [])
         self.last_actions = summaries
         self.recent_topics.append(tuple(dict.fromkeys(topics)))
         self.recent_partners.append(tuple(dict.fromkeys(partners)))
@@ -117,22 +194,51 @@ class AgentMemory:
                 else:
                     rel.dislikes_given += 1
 
+    def record_stance(self, rnd: int, stance: str) -> None:
+        """The reflect step's opinion entry: the stance the model declared at the end of ``rnd``."""
+        self.opinions.append((rnd, stance))
+
     # ---- what goes into prompts ----------------------------------------------------------
     def known_peers(self, k: int | None = None) -> list[str]:
         """Peers by most recent interaction (most recent first)."""
         peers = sorted(self.relationships, key=lambda p: -self.relationships[p].last_round)
         return peers if k is None else peers[:k]
 
+    def retention(self, item: Interaction, now: int | None = None) -> float:
+        """recagent's ``1 - g(M)``: high for recent and important interactions."""
+        age = max(0, (self.round if now is None else now) - item.round)
+        r = 1.0 / (1.0 + age)
+        return (item.importance + r) / 2.0 * max(r ** self.beta, self.delta)
+
+    def older_peers(self) -> list[tuple[str, float]]:
+        """Peers of the interactions older than the verbatim window, most retained first."""
+        cut = len(self.conversation) - self.recent
+        best: dict[str, float] = {}
+        for item in self.conversation[:max(0, cut)]:
+            if item.peer is not None:
+                best[item.peer] = max(best.get(item.peer, 0.0), self.retention(item))
+        ranked = sorted(best.items(), key=lambda pr: (-pr[1], pr[0]))
+        return [(p, r) for p, r in ranked if r >= self.forget_below][:self.peers_in_prompt]
+
     def prompt_block(self) -> str:
+        """The bounded memory view (at most ``max_chars`` characters, ending in a newline when
+        not empty). Slow-changing parts first (peer summaries, stances), the latest last."""
         lines = []
-        if self.conversation:
-            lines.append("Recent interactions: " + " | ".join(self.conversation))
-        peers = self.known_peers(self.relationships_in_prompt)
+        peers = self.older_peers()
         if peers:
-            lines.append("Relationships: " + " | ".join(f"{p}: {self.relationships[p].summary()}" for p in peers))
-        if self.opinions:
-            lines.append("Your recent stance: " + " | ".join(self.opinions))
-        return "\n".join(lines) + ("\n" if lines else "")
+            lines.append("Earlier, by peer: " + " | ".join(f"{p}: {self.relationships[p].summary()}"
+                                                           for p, _ in peers))
+        if self.opinions and self.opinions_in_prompt:
+            lines.append("Your stance after each round: " + "; ".join(
+                f"r{r} {s}" for r, s in self.opinions[-self.opinions_in_prompt:]))
+        if self.recent:
+            recent = self.conversation[-self.recent:]
+            if recent:
+                lines.append("Recent exchanges: " + " | ".join(i.line(self.text_chars) for i in recent))
+        block = "\n".join(lines)
+        if len(block) > self.max_chars - 1:
+            block = block[:self.max_chars - 2] + "…"
+        return block + "\n" if block else ""
 
     def relationship_line(self, peer: str) -> str:
         rel = self.relationships.get(peer)
@@ -142,4 +248,4 @@ class AgentMemory:
         if self.best is None:
             return "No best round yet."
         rnd, total, summary = self.best
-        return f"Your best was round {rnd} with score {total:.2f} when you did: {summary}."
+        return f"Your best round so far: round {rnd}, score {total:.2f}, when you did: {summary}."

@@ -1,11 +1,13 @@
 """Personas (SPEC §8): who an LLM agent is, generated from templates or loaded from a file.
 
-A persona has a name, a role, a description, a stance on the discussion topic, a
-communication style, Big Five scores and task weights ``lambdas`` (the reward mix it seeks).
+A persona has a name, a role, a description, a stance on the discussion topic (``issue``), a
+communication style, Big Five scores (the intended ones, and the ones the model's own Mini-IPIP
+answers gave), and task weights ``lambdas`` (the reward mix it seeks).
 ``generate_personas`` draws diverse personas offline from templates with a seed (each role
 comes with a lambda profile, in the paper's sense of a task); ``load_personas`` reads JSON or
-CSV; ``administer_mini_ipip`` gives each persona the Mini-IPIP pre-survey and stores the
-model's own Big Five answers.
+CSV, or a bundled set by name (``PERSONA_SETS``: ``climate-change``, the core paper's setting);
+``administer_mini_ipip`` gives each persona the Mini-IPIP pre-survey and stores the measured
+Big Five beside the intended ones.
 """
 
 from __future__ import annotations
@@ -71,17 +73,29 @@ class Persona:
     big_five: Mapping[str, float] = field(default_factory=dict)
     lambdas: Mapping[str, float] | None = None
     interests: tuple[str, ...] = ()
+    issue: str = "the topic under discussion"
+    """What ``stance`` is about; the reflect step asks the agent where it stands on it."""
+    big_five_measured: Mapping[str, float] | None = None
+    """The Big Five of the model's Mini-IPIP answers (``administer_mini_ipip``); None if not surveyed."""
 
     def __post_init__(self) -> None:
         for key in ("name", "role", "stance", "style"):
             value = getattr(self, key)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"persona {key} must be a non-empty string, got {value!r}")
-        bad = [k for k, v in dict(self.big_five).items()
-               if k not in TRAITS or not isinstance(v, (int, float)) or not 1 <= v <= 5]
-        if bad:
-            raise ValueError(f"persona {self.name}: big_five keys must be {TRAITS} with values in 1..5; "
-                             f"bad: {bad}")
+        if not isinstance(self.issue, str) or not self.issue.strip():
+            raise ValueError(f"persona issue must be a non-empty string, got {self.issue!r}")
+        for key in ("big_five", "big_five_measured"):
+            value = getattr(self, key)
+            if value is None and key == "big_five_measured":
+                continue
+            if not isinstance(value, Mapping):
+                raise ValueError(f"persona {self.name}: {key} must be a mapping of {TRAITS} to 1..5, got {value!r}")
+            bad = [k for k, v in dict(value).items()
+                   if k not in TRAITS or not isinstance(v, (int, float)) or not 1 <= v <= 5]
+            if bad:
+                raise ValueError(f"persona {self.name}: {key} keys must be {TRAITS} with values in 1..5; "
+                                 f"bad: {bad}")
         if self.lambdas is not None:
             values = list(self.lambdas.values())
             if set(self.lambdas) != set(REWARD_NAMES) \
@@ -103,6 +117,7 @@ class Persona:
         d["big_five"] = dict(self.big_five)
         d["lambdas"] = dict(self.lambdas) if self.lambdas is not None else None
         d["interests"] = list(self.interests)
+        d["big_five_measured"] = dict(self.big_five_measured) if self.big_five_measured is not None else None
         return d
 
 
@@ -121,6 +136,7 @@ ROLES: dict[str, tuple[str, tuple[float, float, float, float, float]]] = {
     "debater": ("Enjoys arguing positions on {interest} with evidence.", (0.3, 0.3, 0.2, 0.1, 0.1)),
     "casual user": ("Drops in now and then to chat about {interest}.", (0.2, 0.2, 0.2, 0.2, 0.2)),
 }
+# The stance scale (most in favour first): persona stances and the reflect step's opinion entries.
 STANCES = ("strongly supports", "supports", "is undecided about", "is sceptical of", "strongly opposes")
 STYLES = ("concise and factual", "warm with emojis", "witty and sarcastic", "formal and polite",
           "enthusiastic and loud", "curious, asks many questions", "calm and measured")
@@ -165,20 +181,23 @@ def generate_personas(n: int, seed: int = 0, *, topics: Sequence[str] = ("climat
             stance=f"{STANCES[int(rng.integers(len(STANCES)))]} {issue}",
             style=STYLES[int(rng.integers(len(STYLES)))],
             big_five={t: round(float(rng.uniform(1.5, 4.5)), 1) for t in TRAITS},
-            lambdas=weights, interests=interests))
+            lambdas=weights, interests=interests, issue=issue))
     return out
 
 
 def load_personas(path: str | Path) -> list[Persona]:
-    """Personas from a JSON list of objects or a CSV file.
+    """Personas from a JSON list of objects, a CSV file, or a bundled set by name
+    (``PERSONA_SETS``, e.g. ``"climate-change"``).
 
     CSV columns: ``name`` (required), ``role``, ``description``, ``stance``, ``style``,
     ``interests`` (separated by ``;``), Big Five as ``E``, ``A``, ``C``, ``N``, ``I``, and task
     weights as ``lambda_SOC`` … ``lambda_EMO`` (all five or none).
     """
+    if isinstance(path, str) and path in PERSONA_SETS:
+        return PERSONA_SETS[path]()
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"persona file {path} does not exist")
+        raise FileNotFoundError(f"persona file {path} does not exist (bundled sets: {sorted(PERSONA_SETS)})")
     if path.suffix.lower() == ".json":
         rows = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(rows, list):
@@ -191,7 +210,7 @@ def load_personas(path: str | Path) -> list[Persona]:
     raise ValueError(f"{path}: persona files must be .json or .csv")
 
 
-_CSV_COLUMNS = {"name", "role", "description", "stance", "style", "interests", *TRAITS,
+_CSV_COLUMNS = {"name", "role", "description", "stance", "style", "interests", "issue", *TRAITS,
                 *(f"lambda_{r}" for r in REWARD_NAMES)}
 
 
@@ -199,7 +218,8 @@ def _csv_row(row: dict, where: str) -> dict:
     unknown = sorted(k for k in row if k not in _CSV_COLUMNS)
     if unknown:
         raise ValueError(f"{where}: unknown column(s) {unknown}; known: {sorted(_CSV_COLUMNS)}")
-    out: dict[str, Any] = {k: v for k, v in row.items() if k in {"name", "role", "description", "stance", "style"} and v}
+    out: dict[str, Any] = {k: v for k, v in row.items()
+                           if k in {"name", "role", "description", "stance", "style", "issue"} and v}
     if row.get("interests"):
         out["interests"] = [t.strip() for t in row["interests"].split(";") if t.strip()]
     try:
@@ -245,10 +265,11 @@ async def _survey_one(client, persona: Persona, prompts, agent: str | None):
 
 def administer_mini_ipip(client, personas: Sequence[Persona], prompts=None,
                          agents: Sequence[str] | None = None) -> list[Persona]:
-    """Each persona answers the Mini-IPIP (concurrently); returns personas with measured Big Five.
+    """Each persona answers the Mini-IPIP (concurrently); returns the personas with the measured
+    Big Five in ``big_five_measured`` (the intended ``big_five`` stays as it was).
 
-    A persona whose survey fails keeps its previous scores; the failure is recorded in
-    ``client.usage.fallbacks`` (purpose ``survey``).
+    A persona whose survey fails is returned unchanged (``big_five_measured`` None); the failure
+    is recorded in ``client.usage.fallbacks`` (purpose ``survey``).
     """
     import asyncio
 
@@ -264,9 +285,49 @@ def administer_mini_ipip(client, personas: Sequence[Persona], prompts=None,
     out = []
     for persona, agent, reply in zip(personas, agents, client.run(all_surveys())):
         if reply.ok:
-            out.append(dataclasses.replace(persona, big_five={k: round(v, 2) for k, v in
-                                                              score_mini_ipip(reply.checked.value).items()}))
+            measured = {k: round(v, 2) for k, v in score_mini_ipip(reply.checked.value).items()}
+            out.append(dataclasses.replace(persona, big_five_measured=measured))
         else:
-            client.usage.record_fallback(Fallback(agent, 0, "survey", None, reply.error, "previous Big Five"))
+            client.usage.record_fallback(Fallback(agent, 0, "survey", None, reply.error, "not measured"))
             out.append(persona)
     return out
+
+
+# ---------------------------------------------------------------------------- bundled sets
+_CLIMATE_ROLES = (
+    ("community builder", "Runs a neighbourhood group and likes to bring people into the climate conversation."),
+    ("news curator", "Reads climate research and energy news every day and passes on what is new."),
+    ("influencer", "Has a large following and posts about lifestyle, energy prices and the climate debate."),
+    ("supporter", "Listens first and encourages people who feel worried or unheard about climate change."),
+    ("organiser", "Coordinates local events and petitions around climate and energy policy."),
+    ("debater", "Likes to argue positions on climate policy with numbers and sources."),
+)
+_CLIMATE_TOPICS = ("climate", "energy", "transport", "food", "economy", "science", "policy", "weather")
+
+
+def climate_change_personas(n: int = 30) -> list[Persona]:
+    """The core paper's setting: a discussion of climate change. ``n`` personas (30 by default,
+    the paper's |V|) whose stances are spread evenly over the five levels from strongly against
+    to strongly for action on climate change, roles cycling through six kinds, Big Five and
+    interests drawn with a fixed seed, and each role's lambda profile (``ROLES``). The set is
+    the same on every machine."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    rng = np.random.default_rng(2025)
+    issue = "action on climate change"
+    out = []
+    for i in range(n):
+        name = f"{_FIRST[i % len(_FIRST)]} {_LAST[(7 * i + 3) % len(_LAST)]}"
+        role, description = _CLIMATE_ROLES[i % len(_CLIMATE_ROLES)]
+        stance = STANCES[(i * len(STANCES)) // n]          # an even spread over the scale
+        interests = ("climate",) + tuple(str(t) for t in rng.choice(_CLIMATE_TOPICS[1:], size=2, replace=False))
+        out.append(Persona(
+            name=name, role=role, description=description, stance=f"{stance} {issue}",
+            style=STYLES[int(rng.integers(len(STYLES)))],
+            big_five={t: round(float(rng.uniform(1.5, 4.5)), 1) for t in TRAITS},
+            lambdas=dict(zip(REWARD_NAMES, ROLES[role][1])), interests=interests, issue=issue))
+    return out
+
+
+PERSONA_SETS = {"climate-change": climate_change_personas}
+"""Bundled persona sets, selectable by name wherever a persona file is accepted."""

@@ -156,7 +156,7 @@ def _llm_factory(a, stack: contextlib.ExitStack):
     if a.embedded:
         from socialgym.llm import local_server
         server = stack.enter_context(local_server())
-        client = LLMClient(server.base_url, server.model, api_key=server.api_key, max_concurrency=4)
+        client = LLMClient(server.base_url, server.model, api_key=server.api_key, max_concurrency=1, local=True)
     else:
         client = LLMClient(a.base_url, a.llm_model, api_key=os.environ.get(a.api_key_env), max_concurrency=16)
     stack.callback(client.close)

@@ -4,7 +4,7 @@
     env: {n_agents: 30, max_rounds: 15, recommender: mf, ties: {half_life: 5}}
     policy: {kind: llm, coach: true}                 # or groups: [{name, kind, agents, ...}]
     llm: {base_url: http://127.0.0.1:8000/v1, model: m, max_concurrency: 32}   # absent: embedded model
-    personas: personas.json
+    personas: climate-change                         # a file (JSON/CSV), a bundled set, or {source: .., survey: true}
     logging: {wandb: {project: my-study, mode: offline}}
     run: {replicates: 1, backend: local}
     sweep: {env.recommender: [random, mf], policy.coach: [true, false]}
@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from socialgym.agents.persona import PERSONA_SETS
 from socialgym.config import FeedConfig
 
 POLICY_KINDS = ("random", "greedy", "llm", "torch")
@@ -110,6 +111,18 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
+class PersonaConfig:
+    """Who the LLM agents are. In YAML a plain string is the ``source``."""
+
+    source: str | None = None
+    """A persona file (JSON or CSV), or a bundled set's name (``climate-change``); None draws
+    personas from templates (``generate_personas``)."""
+    survey: bool = False
+    """Give every LLM agent the Mini-IPIP pre-survey through the run's model before round 1; the
+    measured Big Five are stored beside the intended ones (``personas.json``, the report)."""
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     """An OpenAI-compatible server, or (``base_url`` None) the embedded local model."""
 
@@ -182,7 +195,7 @@ class ExperimentConfig:
     """FeedConfig keywords (validated); ``seed`` and ``obs_format`` are set by the runner."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     llm: LLMConfig | None = None
-    personas: str | None = None
+    personas: PersonaConfig = field(default_factory=PersonaConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     run: RunConfig = field(default_factory=RunConfig)
     sweep: FrozenDict = field(default_factory=FrozenDict)
@@ -229,8 +242,10 @@ def load_config(source: str | Path | Mapping, overrides: Iterable[str] = ()) -> 
     for item in overrides:
         apply_override(raw, item)
     cfg = from_dict(raw)
-    if base is not None and cfg.personas is not None and not Path(cfg.personas).is_absolute():
-        cfg = dataclasses.replace(cfg, personas=str((base / cfg.personas).resolve()))
+    source = cfg.personas.source
+    if base is not None and source is not None and source not in PERSONA_SETS and not Path(source).is_absolute():
+        cfg = dataclasses.replace(cfg, personas=dataclasses.replace(cfg.personas,
+                                                                    source=str((base / source).resolve())))
     return cfg
 
 
@@ -269,8 +284,13 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
     logging = _logging(raw.get("logging") or {})
     run = _section("run", RunConfig, raw.get("run") or {})
     personas = raw.get("personas")
-    if personas is not None and not isinstance(personas, str):
-        raise ConfigError(f"personas must be a file path (JSON or CSV), got {personas!r}")
+    if personas is None or isinstance(personas, str):
+        personas = PersonaConfig(source=personas)
+    elif isinstance(personas, Mapping):
+        personas = _section("personas", PersonaConfig, personas)
+    else:
+        raise ConfigError(f"personas must be a file path, a bundled set ({', '.join(PERSONA_SETS)}) or a "
+                          f"mapping {{source, survey}}, got {personas!r}")
     sweep = _sweep(raw.get("sweep") or {})
     cfg = ExperimentConfig(seed, env, policy, llm, personas, logging, run, sweep)
     _check(cfg)
@@ -422,6 +442,8 @@ def _sweep(raw: Any) -> FrozenDict:
 
 def _check(cfg: ExperimentConfig) -> None:
     """Cross-section rules."""
+    if cfg.personas.survey and not any(g.kind == "llm" for g in cfg.policy_groups()):
+        raise ConfigError("personas.survey: the Mini-IPIP survey is given to llm agents; this run has none")
     n = int(cfg.env.get("n_agents", FeedConfig.n_agents))
     p = cfg.policy
     kinds = [p.kind] + [g.kind for g in p.groups]

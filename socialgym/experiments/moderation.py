@@ -96,6 +96,9 @@ class ModerationExperiment:
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (never written anywhere)."""
     temperature: float = 0.7
+    generation: str = "auto"
+    """LLM users and moderator: 'split' (moves under a schema, texts asked for plainly), 'joint'
+    (texts inside the JSON reply), or 'auto' (split for the embedded model)."""
     max_tokens: int = 160
     """Completion tokens per comment / moderator reply."""
     comment_chars: int = 600
@@ -183,7 +186,7 @@ def _client(cfg: ModerationExperiment, out: Path, stack: contextlib.ExitStack):
         base_url, model, key = cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env)
     client = LLMClient(base_url, model, api_key=key, max_concurrency=cfg.max_concurrency,
                        temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
-                       cache=out / "llm_cache.sqlite" if cfg.cache else None)
+                       cache=out / "llm_cache.sqlite" if cfg.cache else None, local=cfg.base_url is None)
     stack.callback(client.close)
     return client
 
@@ -219,11 +222,12 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
     else:
         from socialgym.agents.discussion import LLMDiscussant, LLMModerator
         sdbs = {job.usernames[u]: pool[j] for u, j in enumerate(job.sdb_ids)}
-        policies = {"users": LLMDiscussant(client, sdbs, max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens)}
+        policies = {"users": LLMDiscussant(client, sdbs, max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens,
+                                           generation=cfg.generation)}
         if moderated:
             policies[MODERATOR] = LLMModerator(client, job.strategy, scores=env.unwrapped.config.scores,
                                                max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens,
-                                               seed=cfg.seed)
+                                               seed=cfg.seed, generation=cfg.generation)
         annotator = LLMAnnotators(client, cfg.annotators, seed=cfg.seed, max_tokens=24)
     start = time.perf_counter()
     result = run_discussion(env, policies, seed=job.seed)
@@ -502,6 +506,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turns", type=int, default=d.max_turns, help="user turns per discussion")
     parser.add_argument("--turn-taking", default=d.turn_taking, choices=("paper", "round_robin", "random"))
     parser.add_argument("--temperature", type=float, default=d.temperature)
+    parser.add_argument("--generation", choices=("auto", "joint", "split"), default=d.generation,
+                        help="LLM texts: split (plain requests), joint (inside the JSON), auto (split for the "
+                             "embedded model)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server (default: embedded model)")
     parser.add_argument("--model", default=None)
     parser.add_argument("--api-key-env", default=d.api_key_env)
@@ -517,7 +524,8 @@ def from_arguments(args) -> ModerationExperiment:
         community=args.community, annotators=args.annotators, max_concurrency=args.max_concurrency,
         parallel=args.parallel, seed=args.seed, context_length=args.context_length, max_tokens=args.max_tokens,
         comment_chars=args.comment_chars, max_turns=args.turns, turn_taking=args.turn_taking,
-        temperature=args.temperature, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
+        temperature=args.temperature, generation=args.generation, base_url=args.base_url, model=args.model,
+        api_key_env=args.api_key_env,
         cache=not args.no_cache, no_llm=args.no_llm)
 
 

@@ -589,6 +589,9 @@ def _html(run: _Run, figures: list[tuple[Path, str]]) -> str:
         parts.append(f'<figure><img src="{_data_uri(path)}" alt="{html.escape(path.name)}">'
                      f"<figcaption><b>{html.escape(path.name)}</b>: {html.escape(caption)}"
                      "</figcaption></figure>")
+    personas = _personas_table(run.path / "personas.json")
+    if personas:
+        parts += ["<h2>Personas</h2>", personas]
     parts.append("<h2>Configuration</h2>")
     if run.config_text is None:
         parts.append('<p class="muted">No config.yaml in the run directory.</p>')
@@ -596,6 +599,34 @@ def _html(run: _Run, figures: list[tuple[Path, str]]) -> str:
         parts.append(f"<pre>{html.escape(run.config_text)}</pre>")
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
+
+
+def _personas_table(path: Path) -> str:
+    """Who each agent is, with the intended Big Five and, after a survey, the measured ones."""
+    try:
+        personas = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(personas, dict) or not personas:
+        return ""
+
+    def five(scores) -> str:
+        if not isinstance(scores, dict):
+            return "not measured"
+        return " ".join(f"{k} {_fmt(v)}" for k, v in scores.items())
+
+    head = ("agent", "name", "role", "stance", "Big Five (intended)", "Big Five (measured)", "λ")
+    rows = ["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for agent, p in personas.items():
+        if not isinstance(p, dict):
+            continue
+        lam = p.get("lambdas")
+        cells = (agent, p.get("name", ""), p.get("role", ""), p.get("stance", ""), five(p.get("big_five")),
+                 five(p.get("big_five_measured")),
+                 " ".join(f"{k} {_fmt(v)}" for k, v in lam.items()) if isinstance(lam, dict) else "uniform")
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -161,7 +161,8 @@ class _Run:
         client = LLMClient(base_url, model, api_key=key, max_concurrency=llm.max_concurrency,
                            timeout=llm.timeout, max_retries=llm.max_retries, temperature=llm.temperature,
                            max_tokens=llm.max_tokens, structured=llm.structured, max_repairs=llm.max_repairs,
-                           seed=self.seed, cache=self.out / "llm_cache.sqlite" if llm.cache else None)
+                           seed=self.seed, cache=self.out / "llm_cache.sqlite" if llm.cache else None,
+                           local=llm.base_url is None)
         stack.callback(client.close)
         return client
 
@@ -179,6 +180,10 @@ class _Run:
         owners: dict[Any, list[str]] = {}
         lambdas = None
         personas = self._personas(n)
+        if personas is not None and cfg.personas.survey:
+            personas = self._survey(client, groups, personas, agents)
+        if personas is not None:
+            _write_json(self.out / "personas.json", {a: p.to_dict() for a, p in zip(agents, personas)})
         if any(g.lambdas is not None for g in groups):
             from socialgym.config import FeedConfig
             lambdas = np.vstack([FeedConfig.from_kwargs(n_agents=max(2, g.agents), lambdas=g.lambdas)
@@ -221,16 +226,35 @@ class _Run:
         return env, policy, {"group": labels, "kind": kinds, "coached": coached}
 
     def _personas(self, n: int):
-        if self.cfg.personas is None and not self.cfg.uses_llm():
+        source = self.cfg.personas.source
+        if source is None and not self.cfg.uses_llm():
             return None
         from socialgym.agents.persona import generate_personas, load_personas
 
-        if self.cfg.personas is None:
+        if source is None:
             return generate_personas(n, seed=self.seed)
-        personas = load_personas(self.cfg.personas)
+        try:
+            personas = load_personas(source)
+        except (OSError, ValueError) as exc:
+            raise RunError(f"personas: {exc}") from None
         if len(personas) < n:
-            raise RunError(f"personas file {self.cfg.personas} has {len(personas)} personas for {n} agents")
+            raise RunError(f"personas {source} has {len(personas)} personas for {n} agents")
         return personas[:n]
+
+    def _survey(self, client, groups, personas, agents):
+        """The Mini-IPIP pre-survey for the LLM agents, through the run's model (SPEC §8)."""
+        from socialgym.agents.persona import administer_mini_ipip
+
+        llm, start = [], 0
+        for g in groups:
+            if g.kind == "llm":
+                llm += range(start, start + g.agents)
+            start += g.agents
+        measured = administer_mini_ipip(client, [personas[i] for i in llm], agents=[agents[i] for i in llm])
+        personas = list(personas)
+        for i, p in zip(llm, measured):
+            personas[i] = p
+        return personas
 
     def _scripted(self, group, index: int):
         from socialgym.baselines import GreedyPolicy, RandomPolicy
@@ -317,6 +341,12 @@ class _Run:
         if not lines or lines[-1].split(",")[0] in ("round", ""):
             return {}
         return {k: _number(v) for k, v in zip(header, lines[-1].split(","))}
+
+
+def _write_json(path: Path, value) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
 
 
 def _attach(client, policy, env) -> None:

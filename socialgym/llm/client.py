@@ -48,6 +48,19 @@ class LLMError(RuntimeError):
 
 
 @dataclass
+class TextReply:
+    """The outcome of a plain-text request: the cleaned text (``""`` on failure) and any error."""
+
+    text: str
+    raw: str | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
 class JSONReply:
     """The outcome of a JSON request: the last validated value (maybe partial) and any error."""
 
@@ -105,7 +118,7 @@ class LLMClient:
                  temperature: float = 0.7, max_tokens: int = 512, cache: str | os.PathLike | ResponseCache | None = None,
                  structured: str = "auto", max_repairs: int = 3, seed: int | None = None,
                  backoff: float = 0.5, max_backoff: float = 8.0, strict_schema: bool = True,
-                 extra_body: dict | None = None, http_backend: str = "auto") -> None:
+                 extra_body: dict | None = None, http_backend: str = "auto", local: bool = False) -> None:
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty string (the server's model name)")
         if structured not in STRUCTURED_MODES:
@@ -147,6 +160,9 @@ class LLMClient:
         self.max_backoff = float(max_backoff)
         self.strict_schema = strict_schema
         self.extra_body = dict(extra_body or {})
+        self.local = bool(local)
+        """The model is a local GGUF file (the embedded model, or ``local_server(path)``): small,
+        so policies with ``generation="auto"`` plan under a schema and write texts plainly."""
         self.cache = cache if isinstance(cache, ResponseCache) or cache is None else ResponseCache(cache)
         self.usage = Usage()
         self.mode: str | None = None if structured == "auto" else structured
@@ -168,7 +184,7 @@ class LLMClient:
         return {"base_url": self.base_url, "model": self.model, "max_concurrency": self.max_concurrency,
                 "timeout": self.timeout, "max_retries": self.max_retries, "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "structured": self.structured, "mode": self.mode,
-                "max_repairs": self.max_repairs, "seed": self.seed,
+                "max_repairs": self.max_repairs, "seed": self.seed, "local": self.local,
                 "cache": str(self.cache.path) if self.cache is not None else None}
 
     def state_dict(self) -> dict:
@@ -297,6 +313,22 @@ class LLMClient:
             messages += [{"role": "assistant", "content": raw},
                          {"role": "user", "content": repair.format(error="; ".join(checked.errors))}]
         raise AssertionError("unreachable")
+
+    async def complete_text(self, messages: Sequence[dict], *, clean: Callable[[str], str] | None = None,
+                            agent: str | None = None, round: int | None = None, purpose: str = "text",
+                            max_tokens: int | None = None, allow_empty: bool = False) -> TextReply:
+        """Ask for plain text (no schema); ``clean`` turns the reply into the usable text. A failed
+        request, or (unless ``allow_empty``) a reply with nothing usable in it, gives
+        ``TextReply("", raw, error)``."""
+        try:
+            raw = await self.chat(messages, name=purpose, agent=agent, round=round, purpose=purpose,
+                                  max_tokens=max_tokens)
+        except LLMError as err:
+            return TextReply("", None, f"request failed: {err}")
+        text = clean(raw) if clean is not None else raw.strip()
+        if not text and not allow_empty:
+            return TextReply("", raw, f"no usable text in the reply {raw[:80]!r}")
+        return TextReply(text, raw)
 
     # ------------------------------------------------------------------ internals
     async def _structured_request(self, messages, schema, name, max_tokens):

@@ -7,9 +7,13 @@ downloaded at run time::
     with local_server() as server:
         client = LLMClient(server.base_url, server.model, api_key=server.api_key)
 
-The server listens on a free loopback port, with llama.cpp's prompt cache on so that the
-stable prefix of each prompt (rules, persona) is evaluated once. It is stopped on exit, on
-errors and on Ctrl-C.
+The server listens on a free loopback port and evaluates one request at a time. llama.cpp keeps
+the last prompt's KV cache and re-uses the prefix the next prompt shares with it, so requests
+sent one after another (``LLMClient(max_concurrency=1)``) whose prompts start alike (the game
+rules every agent's plan and vote begin with) skip most of their prompt. The optional RAM cache
+(``cache=True``) also restores older prefixes, but it copies a state of about 100 MB per request
+and is slower on two cores, so it is off by default. It is stopped on exit, on errors and on
+Ctrl-C.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def _answers(url: str) -> bool:
 
 @contextlib.contextmanager
 def local_server(model_path: str | os.PathLike | None = None, *, alias: str | None = None, n_ctx: int = 4096,
-                 n_threads: int | None = None, cache: bool = True, startup_timeout: float = 180.0,
+                 n_threads: int | None = None, cache: bool = False, flash_attn: bool = True, startup_timeout: float = 180.0,
                  extra_args: Sequence[str] = (), log_path: str | os.PathLike | None = None) -> Iterator[LocalServer]:
     """Start ``python -m llama_cpp.server`` on 127.0.0.1 and yield where it listens."""
     try:
@@ -90,7 +94,8 @@ def local_server(model_path: str | os.PathLike | None = None, *, alias: str | No
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", alias,
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
                "--n_threads", str(threads), "--n_threads_batch", str(threads),
-               "--cache", "true" if cache else "false", "--verbose", "false", *extra_args]
+               "--cache", "true" if cache else "false", "--flash_attn", "true" if flash_attn else "false",
+               "--verbose", "false", *extra_args]
     log = open(log_path, "wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                start_new_session=True)

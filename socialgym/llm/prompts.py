@@ -1,18 +1,23 @@
-"""Every prompt the LLM layer sends, in one place (paper App. A: Coach, Plan, Vote, Tie-Update;
-plus the Mini-IPIP survey, the text-writing step and the repair message).
+"""Every prompt the LLM layer sends, in one place: the core paper's App. A prompts (Coach, Plan,
+Vote, Tie-Update) restated in the project's own words, plus the text-writing step, the reflect
+(stance) step, the Mini-IPIP survey and the repair message.
 
 Templates use ``str.format`` fields. Override any of them::
 
-    prompts = PromptSet().replace(vote_system="...")      # in code
+    prompts = PromptSet().replace(vote_user="...")      # in code
     prompts = PromptSet.from_dir("my_prompts/")          # one <name>.txt file per template
     prompts = PromptSet.from_mapping({"coach_user": "..."})
 
 An override may only use the fields its template offers (checked when the set is built), so a
 typo fails at once rather than mid-run.
 
-Layout, for small local models: the long, stable part of each conversation (rules, reward
-definitions, then the persona) comes first and the per-round part last, so that a server's
-prompt cache re-uses the prefix across rounds and, for the shared rules, across agents.
+Layout, for the server's prefix cache (docs/llm.md, "Prompt layout"): what changes least comes
+first. The plan and vote requests share one system message: the game rules and the reward
+definitions (``game``, ``rewards``: the same for every agent), then the agent's persona and
+weights (``persona``, ``goal``: the same every round). The plan's user message starts with the
+parts that change slowly (the users one may address, the best round, memory summaries) and
+ends with what this round brings (rewards, DMs, posts). A text request is the persona alone
+plus one short instruction: small local models write fluent text only when asked plainly.
 """
 
 from __future__ import annotations
@@ -24,81 +29,148 @@ from pathlib import Path
 from typing import Mapping
 
 REWARD_DOCS: dict[str, str] = {
-    "SOC": "SOC (social interaction): share of your actions that are COM/DM, plus COM/DM you "
-           "receive. Comment and message people; reply when they message you.",
-    "INF": "INF (information): new and diverse topics in your feed. Engage with many topics; "
-           "exploring new topics helps.",
-    "PRE": "PRE (self-presentation): your POSTs and the likes minus dislikes they get. Post "
-           "concise content that invites likes, e.g. ending with a question.",
-    "COORD": "COORD (coordination): posts and comments that @mention you, and DM replies to "
-             "those who messaged you. Mention others so they mention you back; answer DMs.",
-    "EMO": "EMO (emotional support): positive tone of the comments and DMs you receive. Be "
-           "supportive so others reply warmly.",
+    "SOC": "SOC (social interaction): the share of your actions that are COM or DM, plus the COMs "
+           "and DMs others address to you. Comment and message people, and answer when they write.",
+    "INF": "INF (information): how many new topics your feed shows you and how varied it is. "
+           "Engage with many topics; new ones help.",
+    "PRE": "PRE (self-presentation): how many POSTs you make and the likes minus dislikes they "
+           "collect. Post short content people want to like, e.g. ending with a question.",
+    "COORD": "COORD (coordination): posts and comments that @mention you, and DM answers to those "
+             "who messaged you. Mention others so they mention you back; answer your DMs.",
+    "EMO": "EMO (emotional support): how positive the comments and DMs you receive are. Be "
+           "supportive so that others answer warmly.",
 }
 
-PLAN_SYSTEM = """\
-You play a multi-round social media game. Each round you take exactly {n_actions} actions: \
-POST (public post), COM (comment on a post from the list), DM (private message) or NOT \
-(do nothing). Choices accumulate across rounds and shape relationships and rewards.
-Rewards (each 0..1):
-{reward_docs}
-Rules: a COM must target a listed post id. A DM either replies to a listed DM (use its id) \
-or is a cold DM to a listed user. Set "mention" to a user id to @mention them in a POST or \
-COM, else null. "text" is what you write, in your own voice, at most two sentences.
-Reply with JSON only: {{"actions": [ ... ]}} with exactly {n_actions} actions.
+PERSONA = """\
+You are {name}, {role}. {description} Stance: {name} {stance}. Writing style: {style}. \
+Personality: {personality}."""
 
-You are {name}, {role}. {description} Stance: {stance}. Style: {style}. \
-Personality: {personality}.
-You value (weights): {weights}."""
+GAME = """\
+You take part in a social media game that runs over several rounds. In every round you carry \
+out exactly {n_actions} actions, and their effects build up from round to round: they shape \
+whom you are connected to, which topics reach you and how you score. Draw on what you remember \
+of earlier exchanges and relationships when you plan.
+Action types: POST (a public post), COM (a public comment on a listed post), DM (a private \
+message), NOT (leave the slot empty).
+Answer with JSON: an object {{"actions": [...]}} holding exactly {n_actions} objects, each with \
+only these keys:
+- "type": POST, COM, DM or NOT
+- "topic": a short topic for POST and DM (optional for COM; none for NOT)
+- "target_id": for COM the id of a listed post; for DM the id of the listed DM you answer, or \
+null to open a new conversation
+- "recipient": for DM the id of the user you write to
+- "mention": for POST or COM the id of a listed user to @mention, otherwise null
+- "tone": supportive, neutral or critical{text_rule}
+Constraints: a POST has no recipient and no target_id. A COM needs a target_id from the listed \
+post ids and no recipient. A DM either answers a listed DM (recipient = that DM's author, \
+target_id = its id) or opens a conversation (recipient = a listed user, target_id = null). A \
+NOT has no other keys.
+Topics: a COM keeps its post's topic unless you name one. For a POST or DM choose a topic that \
+should interest your readers or the recipient; you may start topics nobody has used yet, and \
+new topics raise INF."""
+
+REWARDS = """\
+What you are scored on (every part lies between 0 and 1, and so does your round total):
+{reward_docs}
+How the parts add up: your round score mixes SOC, INF, PRE, COORD and EMO with weights λ that \
+sum to 1; a part's λ says how much it counts.
+Rules that follow from the rewards (apply one when its part carries a large weight):
+- COORD: when a POST or COM should @mention someone, set "mention" to a listed user id (a \
+listed post's author, for instance); your text then carries the @.
+- SOC: balance opening conversations with answering them; whoever sent you a DM last round \
+should get a reply.
+- INF: go for topics you have not met in recent rounds; failing that, keep your topics varied.
+- PRE: plan at least one POST, keep it brief and end it with a clear question.
+- EMO: give COM and DM a supportive tone, which tends to bring supportive answers back."""
+
+GOAL = """\
+Your weights: {active_weights}. Your sole aim is to raise the parts you care about, \
+{active_comps}, in those proportions."""
+
+TEXT_RULE = """
+- "text": for POST, COM and DM, what you write, in your own voice, at most two sentences"""
 
 PLAN_USER = """\
-Round {round}. {best}
-Last rewards: {last_rewards}
-{tip}{memory}Users: {users}
-Topics: {topics}
-DMs to you:
+Users you can interact with: {users}
+{best}
+{memory}Round {round}. Your actions last round: {last_actions}. Your scores last round: \
+{last_rewards}.
+{tip}Topics known so far (you may add new ones): {topics}
+DMs sent to you last round (to answer one, use its id as target_id):
 {dms}
-Posts you can comment on:
+Posts you can comment on (a COM's target_id must be one of these ids):
 {posts}
-Plan your {n_actions} actions now.{round_rule}"""
+Now plan {n_actions} actions that best raise your priority rewards.{round_rule} Remember: \
+answering people helps SOC, mentions help COORD and a supportive tone helps EMO."""
 
-WRITE_SYSTEM = """\
-You write short social media texts in character. You are {name}, {role}. {description} \
-Stance: {stance}. Style: {style}. Reply with JSON only: {{"texts": [ ... ]}}, one text per \
-action, each at most two sentences, in your own voice and tone. Where an action mentions a \
-user, include the literal @id in its text."""
+TEXT_POST = """\
+Write a public post about {topic} in a {tone} tone. One or two sentences. Reply with the post \
+text only."""
 
-WRITE_USER = """\
-Write the texts for these actions:
-{actions}"""
+TEXT_COMMENT = """\
+{author} posted: "{content}"
+Write a comment replying to {author} about {topic} in a {tone} tone. One or two sentences. \
+Reply with the comment text only."""
 
-VOTE_SYSTEM = """\
-You vote on content in a multi-round social media game: 1 like, -1 dislike, 0 no opinion. \
-Likes and dislikes affect how others see you and the tone of your relationships. \
-Use 0 when you have no strong opinion.
-You are {name}, a {role} with a {personality} personality. Stance: {stance}."""
+TEXT_DM = """\
+Write a private message to {recipient} about {topic} in a {tone} tone. One or two sentences. \
+Reply with the message text only."""
+
+TEXT_DM_REPLY = """\
+{recipient} sent you a private message: "{content}"
+Write your private reply to {recipient} in a {tone} tone. One or two sentences. Reply with the \
+message text only."""
 
 VOTE_USER = """\
+Voting, round {round}: like (1), dislike (-1) or skip (0) each item. Votes shape how others see \
+you (PRE) and the mood of your exchanges (EMO). Let your persona{relationship_hint} choose what \
+to back, oppose or pass over; 0 means no strong view, or a neutral relationship.
 Items (id, sender, content{relationship_header}):
 {items}
-Reply with JSON only: {{"votes": {{"<id>": 1 | 0 | -1, ...}}}}, one vote per item."""
+Then say where you stand now on {issue}: one of {stances}.
+{format}"""
+
+VOTE_FORMAT_KEYED = """\
+Reply with JSON only: {{"votes": {{"<id>": 1 | 0 | -1, ...}}, "stance": "..."}}, one vote per item."""
+
+VOTE_FORMAT_LIST = """\
+Reply with JSON only: {{"votes": [{{"id": <id>, "vote": 1 | 0 | -1}}, ...], "stance": "..."}}, \
+one vote per item."""
+
+REFLECT_USER = """\
+Round {round} is over and nothing new came up for a vote. Where do you stand now on {issue}? \
+One of {stances}. Reply with JSON only: {{"stance": "..."}}."""
 
 COACH_SYSTEM = """\
-You are a strategy coach in a multi-round social media game. Help the agent close the gaps \
-between its reward scores and its target weights; priorities are ordered, the first needs the \
-most improvement. Many rewards depend on how others engage, so encourage responses and \
-collaboration, and vary partners and topics across rounds. Output 3-5 one-sentence tips, each \
-naming an action type (POST/COM/DM), a target user or 'top-liked post', a topic, whether to \
-@mention, and a tone (supportive/neutral/critical). Reply with JSON only: {{"tips": [ ... ]}}."""
+You coach a player of a social media game that runs over several rounds. Help the player earn \
+more over the long run by narrowing the gaps between its latest reward scores and its target \
+weights. The priorities come in order of importance: the first needs the most work. Give 3 to \
+5 tips of one sentence each, concrete enough to carry out as they stand, and spread them over \
+different partners and topics from round to round so that the player explores. Skip any \
+introduction or explanation. Keep in mind that a round's total reward can be at most 1, and \
+that most reward parts depend on how the other players react, so favour tips that draw replies \
+and cooperation."""
 
 COACH_USER = """\
-Priority this round (high to low): {focus}
-Guidelines: {guidelines}
-Users: {users}
-DM senders last round: {dm_last_senders}
-Recent partners: {recent_partners}
-Known topics: {seen_topics}
-Recent topics (last 3): {last_recent}"""
+Priorities this round, highest first: {focus}
+What they reward: {guidelines}
+Situation:
+- other users: {users}
+- sent the player DMs last round: {dm_last_senders}
+- the player's partners lately: {recent_partners}
+- topics seen so far: {seen_topics}
+- the player's topics over the last three rounds: {last_recent}
+Every tip names an action type (POST, COM or DM); a target, either a user from these lists or \
+'the most-liked post'; a topic (a relevant one, or a new one, which helps INF); whether to ask \
+the target to @mention the player back (only when COORD is a priority); and a tone \
+(supportive, neutral or critical).
+The priorities are sorted by how far each reward sits below its target: aim the tips at the \
+first ones, and vary topics and partners to keep learning and meeting people.
+{format}"""
+
+COACH_FORMAT_JSON = 'Reply with JSON only: {{"tips": ["...", ...]}}.'
+
+COACH_FORMAT_TEXT = "Write the tips only, one per line, each line starting with '- '."
 
 TIE_SYSTEM = """\
 You judge, from the LAST ROUND's transcript only, how much evidence there is for increasing \
@@ -132,17 +204,27 @@ Reply again with JSON only, fixing this."""
 
 # The fields each template may use; overrides are checked against them.
 FIELDS: dict[str, frozenset[str]] = {
-    "plan_system": frozenset({"n_actions", "reward_docs", "name", "role", "description", "stance",
-                              "style", "personality", "weights"}),
-    "plan_user": frozenset({"round", "best", "last_rewards", "tip", "memory", "users", "topics",
+    "persona": frozenset({"name", "role", "description", "stance", "style", "personality"}),
+    "game": frozenset({"n_actions", "text_rule"}),
+    "text_rule": frozenset(),
+    "rewards": frozenset({"reward_docs"}),
+    "goal": frozenset({"active_comps", "active_weights"}),
+    "plan_user": frozenset({"users", "best", "memory", "round", "last_actions", "last_rewards", "tip", "topics",
                             "dms", "posts", "n_actions", "round_rule"}),
-    "write_system": frozenset({"name", "role", "description", "stance", "style"}),
-    "write_user": frozenset({"actions"}),
-    "vote_system": frozenset({"name", "role", "personality", "stance"}),
-    "vote_user": frozenset({"items", "relationship_header"}),
+    "text_post": frozenset({"topic", "tone"}),
+    "text_comment": frozenset({"author", "content", "topic", "tone"}),
+    "text_dm": frozenset({"recipient", "topic", "tone"}),
+    "text_dm_reply": frozenset({"recipient", "content", "tone"}),
+    "vote_user": frozenset({"round", "items", "relationship_header", "relationship_hint", "issue", "stances",
+                            "format"}),
+    "vote_format_keyed": frozenset(),
+    "vote_format_list": frozenset(),
+    "reflect_user": frozenset({"round", "issue", "stances"}),
     "coach_system": frozenset(),
     "coach_user": frozenset({"focus", "guidelines", "users", "dm_last_senders", "recent_partners",
-                             "seen_topics", "last_recent"}),
+                             "seen_topics", "last_recent", "format"}),
+    "coach_format_json": frozenset(),
+    "coach_format_text": frozenset(),
     "tie_system": frozenset({"name"}),
     "tie_user": frozenset({"peers", "transcript"}),
     "survey_system": frozenset({"name", "role", "description", "stance", "style"}),
@@ -159,21 +241,30 @@ def template_fields(template: str) -> set[str]:
 class PromptSet:
     """All templates; ``PromptSet()`` is the default set."""
 
-    plan_system: str = PLAN_SYSTEM
+    persona: str = PERSONA
+    game: str = GAME
+    text_rule: str = TEXT_RULE
+    rewards: str = REWARDS
+    goal: str = GOAL
     plan_user: str = PLAN_USER
-    write_system: str = WRITE_SYSTEM
-    write_user: str = WRITE_USER
-    vote_system: str = VOTE_SYSTEM
+    text_post: str = TEXT_POST
+    text_comment: str = TEXT_COMMENT
+    text_dm: str = TEXT_DM
+    text_dm_reply: str = TEXT_DM_REPLY
     vote_user: str = VOTE_USER
+    vote_format_keyed: str = VOTE_FORMAT_KEYED
+    vote_format_list: str = VOTE_FORMAT_LIST
+    reflect_user: str = REFLECT_USER
     coach_system: str = COACH_SYSTEM
     coach_user: str = COACH_USER
+    coach_format_json: str = COACH_FORMAT_JSON
+    coach_format_text: str = COACH_FORMAT_TEXT
     tie_system: str = TIE_SYSTEM
     tie_user: str = TIE_USER
     survey_system: str = SURVEY_SYSTEM
     survey_user: str = SURVEY_USER
     repair: str = REPAIR
     reward_docs: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(REWARD_DOCS))
-
     def __post_init__(self) -> None:
         for name, allowed in FIELDS.items():
             template = getattr(self, name)

@@ -1,11 +1,15 @@
 """JSON schemas built from the live observation, and the validators that check replies.
 
-Every structured request sends a schema whose enums are the ids the agent may use right now
-(listed posts, users, DMs), so that servers with constrained decoding cannot produce an
-invalid plan. The plan is a discriminated union per action type: one object shape for POST,
-COM, a cold DM, NOT, and one per DM the agent may reply to (its recipient fixed to that DM's
-author), so the grammar also forbids cross-field mistakes such as replying to a DM while
-addressing someone else.
+With ``ids="enum"`` every structured request sends a schema whose enums are the ids the agent
+may use right now (listed posts, users, DMs), so that servers with constrained decoding cannot
+produce an invalid plan. The plan is then a discriminated union per action type: one object
+shape for POST, COM, a cold DM, NOT, and one per DM the agent may reply to (its recipient fixed
+to that DM's author), so the grammar also forbids cross-field mistakes such as replying to a DM
+while addressing someone else.
+
+With ``ids="validate"`` the schemas have the same shapes but plain integer / string ids, so they
+are identical from round to round: a server that puts the schema in front of the prompt
+(OpenAI) can then reuse the cached prefix. The ids are checked after the reply, as always.
 
 Replies are validated here anyway (not every server enforces schemas), with messages that
 name the slot and the field, which go back to the model when it is re-prompted.
@@ -25,6 +29,7 @@ TOPIC_MAX = 40
 TOPIC_PATTERN = r"^[A-Za-z][A-Za-z0-9 _-]{0,39}$"   # a word or short phrase, not free-form text
 REASON_MAX = 160
 TIP_MAX = 240
+ID_MODES = ("enum", "validate")
 
 
 @dataclass
@@ -84,6 +89,7 @@ class PlanContext:
     with_text: bool = True                 # plan and texts in one reply
     text_max: int = TEXT_MAX               # characters per text
     topics: tuple[str, ...] | None = None  # allowed topics; None = any short phrase (new topics)
+    ids: str = "enum"                      # "enum": ids as enums; "validate": a schema stable across rounds
 
     @property
     def post_only(self) -> bool:
@@ -91,6 +97,10 @@ class PlanContext:
 
 
 def plan_schema(ctx: PlanContext) -> dict:
+    if ctx.ids not in ID_MODES:
+        raise ValueError(f"ids must be one of {ID_MODES}, got {ctx.ids!r}")
+    if ctx.ids == "validate":
+        return _stable_plan_schema(ctx)
     text = {"text": {"type": "string", "maxLength": ctx.text_max}} if ctx.with_text else {}
     tone = {"tone": _enum(list(TONES))}
     topic = {"topic": _enum(list(ctx.topics)) if ctx.topics else {"type": "string", "pattern": TOPIC_PATTERN}}
@@ -107,9 +117,26 @@ def plan_schema(ctx: PlanContext) -> dict:
             variants.append(_obj({"type": _enum(["DM"]), "recipient": _enum(list(ctx.users)),
                                   "target_id": {"type": "null"}, **topic, **tone, **text}))
         variants.append(_obj({"type": _enum(["NOT"])}))
+    return _actions(variants, ctx.n_actions)
+
+
+def _stable_plan_schema(ctx: PlanContext) -> dict:
+    """The same four shapes every round (round 1's POST-only rule is checked after the reply)."""
+    text = {"text": {"type": "string", "maxLength": ctx.text_max}} if ctx.with_text else {}
+    tone = {"tone": _enum(list(TONES))}
+    topic = {"topic": _enum(list(ctx.topics)) if ctx.topics else {"type": "string", "pattern": TOPIC_PATTERN}}
+    mention = {"mention": {"anyOf": [{"type": "string"}, {"type": "null"}]}}
+    variants = [_obj({"type": _enum(["POST"]), **topic, **mention, **tone, **text}),
+                _obj({"type": _enum(["COM"]), "target_id": {"type": "integer"}, **mention, **tone, **text}),
+                _obj({"type": _enum(["DM"]), "recipient": {"type": "string"},
+                      "target_id": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, **topic, **tone, **text}),
+                _obj({"type": _enum(["NOT"])})]
+    return _actions(variants, ctx.n_actions)
+
+
+def _actions(variants: list[dict], n: int) -> dict:
     item = variants[0] if len(variants) == 1 else {"anyOf": variants}
-    return _obj({"actions": {"type": "array", "items": item,
-                             "minItems": ctx.n_actions, "maxItems": ctx.n_actions}})
+    return _obj({"actions": {"type": "array", "items": item, "minItems": n, "maxItems": n}})
 
 
 def check_plan(value: Any, ctx: PlanContext) -> Checked:
@@ -206,25 +233,37 @@ def _topic(topic: Any) -> str:
     return topic.strip()
 
 
-# ---------------------------------------------------------------------------- texts
-def texts_schema(n: int) -> dict:
-    return _obj({"texts": {"type": "array", "items": {"type": "string", "maxLength": TEXT_MAX},
-                           "minItems": n, "maxItems": n}})
-
-
-def check_texts(value: Any, n: int) -> Checked:
-    texts = value.get("texts") if isinstance(value, dict) else None
-    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-        return Checked([], ['the reply must be {"texts": [string, ...]}'])
-    if len(texts) != n:
-        return Checked(texts, [f"expected exactly {n} texts, got {len(texts)}"])
-    return Checked([t[:TEXT_MAX] for t in texts])
-
-
 # ---------------------------------------------------------------------------- votes
-def vote_schema(item_ids: Sequence[int]) -> dict:
-    votes = {str(i): {"type": "integer", "enum": [1, 0, -1]} for i in item_ids}
-    return _obj({"votes": _obj(votes)})
+def vote_schema(item_ids: Sequence[int], stances: Sequence[str] | None = None, ids: str = "enum") -> dict:
+    """``{"votes": {"<id>": 1|0|-1, ...}}`` (``ids="enum"``: one required key per item) or the
+    stable list form ``{"votes": [{"id": int, "vote": 1|0|-1}, ...]}`` (``ids="validate"``),
+    plus the agent's current stance when ``stances`` is given (the reflect step)."""
+    vote = {"type": "integer", "enum": [1, 0, -1]}
+    if ids == "validate":
+        votes = {"type": "array", "items": _obj({"id": {"type": "integer"}, "vote": vote})}
+    elif ids == "enum":
+        votes = _obj({str(i): vote for i in item_ids})
+    else:
+        raise ValueError(f"ids must be one of {ID_MODES}, got {ids!r}")
+    return _obj({"votes": votes, **({"stance": _enum(list(stances))} if stances else {})})
+
+
+def reflect_schema(stances: Sequence[str]) -> dict:
+    return _obj({"stance": _enum(list(stances))})
+
+
+def check_stance(value: Any, stances: Sequence[str]) -> Checked:
+    stance = value.get("stance") if isinstance(value, dict) else None
+    if stance not in stances:
+        return Checked(None, [f"stance must be one of {list(stances)}, got {stance!r}"])
+    return Checked(stance)
+
+
+def check_vote_reply(value: Any, item_ids: Sequence[int], stances: Sequence[str]) -> Checked:
+    """Votes and stance together; ``value`` of the result is ``(votes, stance or None)``."""
+    votes = check_votes(value, item_ids)
+    stance = check_stance(value, stances)
+    return Checked((votes.value, stance.value), votes.errors + stance.errors)
 
 
 def check_votes(value: Any, item_ids: Sequence[int]) -> Checked:

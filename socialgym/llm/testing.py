@@ -86,6 +86,7 @@ class FakeServer:
         self.reject_json_schema = reject_json_schema
         self.model = model
         self.requests: list[dict] = []
+        self.replies: dict[int, str] = {}      # request index -> the content sent back
         self.headers: list[dict] = []
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -188,6 +189,7 @@ class FakeServer:
         if content is None:
             schema = schema_of(body)
             content = json.dumps(sample_schema(schema, self._rng)) if schema else "hello"
+        self.replies[n] = content
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]

@@ -1,0 +1,74 @@
+"""Plain (unconstrained) text replies: cleaning a model's message text, reading a bullet list.
+
+Small models write fluent sentences when asked plainly, but wrap them in habits of chat
+models: a lead-in ("Sure! Here is the post:"), quotes, a "Post:" label, stray @handles, a
+second paragraph, a sentence cut off by the token limit. ``clean_text`` keeps the message
+itself, cut at a sentence boundary to the configured length.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Collection
+
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:sure|okay|ok|certainly|absolutely|of course)\b[!,.]*\s+)?"
+    r"(?:(?:here(?:'s| is| are)|below is)\b[^:\n]{0,80}:|"
+    r"(?:public |private |my |your |short )?(?:post|comment|reply|message|dm|text|response|answer|tweet)"
+    r"(?: text)?\s*:)?\s*", re.IGNORECASE)
+_QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'", "\u2018": "\u2019"}
+_HANDLE = re.compile(r"(?<![\w@])@[\w.\-]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"'\u201d\u2019)]*\s+")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
+
+
+def clean_text(raw: str | None, max_chars: int, *, max_sentences: int = 2, keep: Collection[str] = ()) -> str:
+    """The message in a plain reply, at most ``max_chars`` characters and ``max_sentences``
+    sentences; ``""`` when nothing usable is left. @handles are removed unless their name is in
+    ``keep`` (the feed's policy writes a planned @mention itself, with the id the environment
+    knows; a discussion keeps @username addressing of its participants)."""
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be >= 1, got {max_chars!r}")
+    text = (raw or "").replace("**", "").replace("```", "").strip()
+    for _ in range(2):                                    # "Sure! Here's a post:\n\nPost: ..."
+        text = _LEAD_IN.sub("", text, count=1).strip()
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    text = paragraphs[0] if paragraphs else ""
+    if text[:1] in _QUOTES:                               # a quoted message: what is inside
+        end = text.find(_QUOTES[text[0]], 1)
+        text = text[1:end] if end > 0 else text[1:]
+    text = _HANDLE.sub(lambda m: m.group(0) if m.group(0)[1:].rstrip(".-") in keep else "", text)
+    text = re.sub(r"#(\w)", r"\1", text)                  # hashtags read as words
+    text = " ".join(text.split()).strip(" \"'\u201c\u201d-:,;")
+    return _cut(text, max_chars, max_sentences)
+
+
+def _cut(text: str, max_chars: int, max_sentences: int) -> str:
+    sentences = [s for s in _SENTENCE_END.split(text) if s]
+    complete = [s for s in sentences if re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", s)]
+    if complete and len(complete) < len(sentences) and sentences[-1] not in complete:
+        sentences = sentences[:-1]                        # drop a sentence the token limit cut off
+    out = ""
+    for s in sentences[:max_sentences]:
+        candidate = f"{out} {s}".strip()
+        if len(candidate) > max_chars:
+            break
+        out = candidate
+    if out:
+        return out
+    first = sentences[0] if sentences else ""
+    if len(first) <= max_chars:
+        return first
+    cut = first[:max_chars - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > max_chars // 2 else cut).rstrip(" ,;:") + "\u2026"
+
+
+def parse_bullets(raw: str | None, *, max_items: int = 5, max_chars: int = 240) -> list[str]:
+    """The items of a plain bullet or numbered list (a reply to "one tip per line")."""
+    items = []
+    for line in (raw or "").splitlines():
+        line = _BULLET.sub("", line.replace("**", "")).strip()
+        if len(line.split()) >= 3 and not line.endswith(":"):
+            items.append(line[:max_chars])
+    return items[:max_items]
