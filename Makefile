@@ -54,9 +54,13 @@ test: install browser wordlist
 bench: install
 	$(BIN)/python benchmarks/bench_env.py
 
-## bench-llm: LLM framework overhead (fake server, 200 ms latency) and the embedded model's cost
-bench-llm: install
+## bench-llm: LLM overhead (fake server, 1 s latency, 128 agents), prompt tokens and prefix reuse (cl100k),
+## the embedded model's cost and `socialgym demo`'s texts; rewrites the tables in docs/
+bench-llm: install wordlist
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python benchmarks/bench_prompts.py
 	$(BIN)/python benchmarks/bench_llm.py
+	$(BIN)/python benchmarks/bench_demo_text.py
 
 ## cocoon: the information-cocoon experiment (plots and results.json in runs/cocoon)
 cocoon: install

@@ -287,7 +287,7 @@ class _Run:
         try:
             return LLMPolicy(client, dict(zip(agents, personas)), coach=coach, coached=coached_agents,
                              seed=self.seed, **params)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise RunError(f"llm policy: bad params {params}: {exc}") from None
 
     # ------------------------------------------------------------------ persistence
