@@ -338,3 +338,22 @@ def test_homophily_weighted_mixed():
         W[u, v] = W[v, u] = w
     res = network_metrics(W, groups=["a", "a", "b", "b"])
     assert float(res["homophily"]) == pytest.approx(2 / 7, rel=1e-9)
+
+
+def test_theta_sweep_equals_network_metrics_at_each_theta():
+    """The sweep shares the symmetrisation and directed metrics across thresholds; every row must
+    equal network_metrics at that theta (a random weighted W with varied tie strengths)."""
+    from socialgym.metrics import THETAS, network_metrics, theta_sweep
+
+    rng = np.random.default_rng(7)
+    W = rng.random((25, 25)) * (rng.random((25, 25)) < 0.3)
+    groups = [i % 3 for i in range(25)]
+    rows = theta_sweep(W, groups=groups)
+    assert [r["theta"] for r in rows] == list(THETAS) == [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
+    for row in rows:
+        expected = network_metrics(W, row["theta"], groups)
+        got = {k: v for k, v in row.items() if k != "theta"}
+        assert got.pop("degree_histogram") == expected.pop("degree_histogram")
+        assert got == pytest.approx(expected, nan_ok=True)
+    densities = [r["density"] for r in rows]
+    assert densities == sorted(densities, reverse=True) and densities[0] > densities[-1] > 0

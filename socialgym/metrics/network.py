@@ -35,6 +35,10 @@ def undirected_graph(W: Any, threshold: float = 0.1) -> sp.csr_matrix:
     return ud
 
 
+THETAS = tuple(round(0.05 * k, 2) for k in range(1, 11))
+"""The post-hoc threshold sweep of the core paper's Figs. 3-4: theta = 0.05, 0.10, ..., 0.50."""
+
+
 def network_metrics(W: Any, threshold: float = 0.1, groups: Sequence[Any] | None = None,
                     *, max_path_sources: int | None = None, seed: int = 0) -> dict:
     """density, clustering, lcc_fraction, avg_shortest_path, modularity, homophily,
@@ -44,8 +48,27 @@ def network_metrics(W: Any, threshold: float = 0.1, groups: Sequence[Any] | None
     sources (seeded) instead of all nodes; None = exact.
     """
     M = _as_sparse(W)
+    return _metrics(M, ((M + M.T) * 0.5).tocsr(), threshold, groups, max_path_sources, seed,
+                    float(M.sum()), _directed_clustering(M))
+
+
+def theta_sweep(W: Any, thetas: Sequence[float] = THETAS, groups: Sequence[Any] | None = None,
+                *, max_path_sources: int | None = None, seed: int = 0) -> list[dict]:
+    """``network_metrics`` at each threshold, ``theta`` added to each row. The matrix is checked,
+    symmetrised and its directed metrics computed once for all thresholds."""
+    M = _as_sparse(W)
+    sym = ((M + M.T) * 0.5).tocsr()
+    total, directed = float(M.sum()), _directed_clustering(M)
+    return [{"theta": float(t), **_metrics(M, sym, float(t), groups, max_path_sources, seed, total, directed)}
+            for t in thetas]
+
+
+def _metrics(M: sp.csr_matrix, sym: sp.csr_matrix, threshold: float, groups, max_path_sources, seed,
+             total_weight: float, directed_clustering: float) -> dict:
     n = M.shape[0]
-    ud = undirected_graph(M, threshold)
+    ud = sym.copy()
+    ud.data[ud.data < threshold] = 0
+    ud.eliminate_zeros()
     binary = ud.copy()
     binary.data[:] = 1.0
     n_edges = binary.nnz // 2
@@ -67,8 +90,8 @@ def network_metrics(W: Any, threshold: float = 0.1, groups: Sequence[Any] | None
         "modularity": _modularity(G, n_edges),
         "homophily": None if groups is None else _homophily(ud, groups),
         "degree_histogram": np.bincount(degrees, minlength=1).tolist() if n else [],
-        "directed_density": float(M.sum()) / (n * (n - 1)) if n > 1 else 0.0,
-        "directed_clustering": _directed_clustering(M),
+        "directed_density": total_weight / (n * (n - 1)) if n > 1 else 0.0,
+        "directed_clustering": directed_clustering,
     }
     return result
 
