@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from socialgym.agents.demo import COMPACT_POLICY
+from socialgym.llm.text import GENERATION_MODES
 
 DEMO_CONFIG = {
     "seed": 0,
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
     p_demo.add_argument("--no-llm", action="store_true", help="scripted agents (greedy + random) instead")
     p_demo.add_argument("--out", default=None, help="run directory (default: runs/demo[-no-llm]-N)")
-    p_demo.add_argument("--generation", choices=("auto", "joint", "split"), default="split",
+    p_demo.add_argument("--generation", choices=GENERATION_MODES, default="split",
                         help="LLM agents: 'split' plans under a schema and asks for each text plainly (what a "
                              "small local model needs), 'joint' writes texts inside the plan's JSON, 'auto' "
                              "picks split for local models (default: split)")

@@ -168,3 +168,13 @@ def test_memory_is_restored_from_a_runs_checkpoint(tmp_path):
         assert sum(i.direction == "out" and i.kind in ("POST", "COM", "DM") for i in mem.conversation) == len(own)
         assert sum(i.direction == "in" and i.kind == "DM" for i in mem.conversation) == len(dms_in)
         assert len(mem.opinions) == 3 and all(r == k + 1 for k, (r, _) in enumerate(mem.opinions))
+
+
+def test_a_full_view_keeps_the_newest_exchange():
+    mem = AgentMemory(recent=2, peers_in_prompt=4, max_chars=300)
+    _simulate(mem, 6, "Solar panels and wind farms deserve a closer look from everyone today")
+    block = mem.prompt_block()
+    assert len(block) <= 300 and block.endswith("\n")
+    newest = mem.conversation[-1].line(mem.text_chars)
+    assert newest in block                          # the older peer summaries were shortened instead
+    assert block.splitlines()[0].startswith("Earlier, by peer: ") and block.splitlines()[0].endswith("…")

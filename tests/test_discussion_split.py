@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("openai")
 
 import socialgym  # noqa: E402
-from socialgym.agents.discussion import LLMDiscussant, LLMModerator, resolve_generation  # noqa: E402
+from socialgym.agents.discussion import LLMDiscussant, LLMModerator  # noqa: E402
+from socialgym.llm.text import resolve_generation  # noqa: E402
 from socialgym.discussion import run_discussion  # noqa: E402
 from socialgym.llm import LLMClient  # noqa: E402
 from socialgym.llm.testing import FakeReply, FakeServer, schema_of  # noqa: E402
@@ -22,7 +23,7 @@ def test_users_and_moderator_in_split_mode():
         if schema is not None:                                         # the moderator's move
             users = schema["anyOf"][2]["properties"]["user"]["enum"]
             return json.dumps({"action": "warn", "user": users[0]})
-        if body["messages"][-1]["content"].startswith("Now write a warning to @"):
+        if "\n\nNow write a warning to @" in body["messages"][-1]["content"]:
             return 'Sure! "Please keep it civil. Personal attacks are not allowed here."'
         return "Comment: I think @NoSuchUser is wrong, and the data shows it. Look at the numbers."
 
@@ -35,6 +36,7 @@ def test_users_and_moderator_in_split_mode():
     users = [t for t in turns if t["agent"] != "moderator"]
     mods = [t for t in turns if t["agent"] == "moderator"]
     plain = [b for b in bodies if schema_of(b) is None]
+    assert all([m["role"] for m in b["messages"]] == ["system", "user"] for b in plain)   # roles alternate
     assert len(plain) == len(users) + len(mods)              # one plain text per comment and per move
     assert sum(schema_of(b) is not None for b in bodies) == len(mods)
     moves = [schema_of(b) for b in bodies if schema_of(b) is not None]
@@ -54,7 +56,7 @@ def test_moderator_text_failure_keeps_the_warning_with_a_bare_mention():
         if schema is not None:
             users = schema["anyOf"][2]["properties"]["user"]["enum"]
             return json.dumps({"action": "ban", "user": users[0]})
-        if body["messages"][-1]["content"].startswith("Now write"):
+        if "\n\nNow write" in body["messages"][-1]["content"]:
             return FakeReply(status=400, error="nope")
         return "Fair enough."
 
@@ -75,3 +77,20 @@ def test_generation_modes_resolve():
     assert resolve_generation("auto", Stub(False)) == "joint"
     with pytest.raises(ValueError, match="generation"):
         LLMDiscussant(Stub(False), generation="x")
+
+
+def test_moderator_text_with_its_mention_stays_within_the_comment_limit():
+    long = "Please stop now. " + "This is not acceptable here. " * 20
+
+    def responder(body, n):
+        schema = schema_of(body)
+        if schema is not None:
+            return json.dumps({"action": "warn", "user": schema["anyOf"][2]["properties"]["user"]["enum"][0]})
+        return long
+
+    with FakeServer(responder) as server, LLMClient(server.base_url, "fake", api_key="k") as client:
+        env = socialgym.discussion_env(n_users=3, max_turns=2, seed=1, comment_chars=60)   # strict env
+        result = run_discussion(env, {"users": LLMDiscussant(client, generation="split"),
+                                      "moderator": LLMModerator(client, "rules_only", generation="split")}, seed=1)
+    mods = [t for t in result["turns"] if t["agent"] == "moderator"]
+    assert mods and all(len(t["text"]) <= 60 and t["text"].startswith(f"@{t['warned'][0]} ") for t in mods)

@@ -673,6 +673,10 @@ def test_policy_mix_unowned_agent_and_bad_policy():
     ("One. Two. Three.", "One. Two."),                                 # at most two sentences
     ("   ", ""),
     ("@only @handles", ""),
+    ('She said "act now." We agree.', 'She said "act now." We agree.'),      # a closer between sentences
+    ("'Tis the season, isn't it?", "'Tis the season, isn't it?"),              # a leading apostrophe
+    ('"Climate change is real," she said.', '"Climate change is real," she said.'),   # a quoted phrase
+    ("Hey @someone, how are you?", "Hey, how are you?"),
 ])
 def test_clean_text_cases(raw, expected):
     from socialgym.llm.text import clean_text

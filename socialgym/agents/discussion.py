@@ -31,21 +31,8 @@ from socialgym.discussion.prompts import (
 from socialgym.discussion.rewards import MODERATOR_TERMS, ModerationScores
 from socialgym.discussion.sdb import SDB, generate_sdbs, sdb_block
 from socialgym.llm.schemas import Checked, check_tips, tips_schema
-from socialgym.llm.text import clean_text
+from socialgym.llm.text import clean_text, resolve_generation
 from socialgym.llm.usage import Fallback
-
-GENERATION_MODES = ("auto", "joint", "split")
-
-
-def resolve_generation(generation: str, client) -> str:
-    """``joint`` or ``split``: ``auto`` is ``split`` for a local GGUF model, ``joint`` otherwise."""
-    if generation not in GENERATION_MODES:
-        raise ValueError(f"generation must be one of {GENERATION_MODES}, got {generation!r}")
-    if generation != "auto":
-        return generation
-    local = getattr(client, "local", False) or str(getattr(client, "model", "")).lower().endswith(".gguf")
-    return "split" if local else "joint"
-
 
 def _conversation(view: dict, chars: int) -> str:
     lines = [f"Post: {view['topic']}"]
@@ -234,24 +221,28 @@ class LLMModerator:
         self.turns = 0
         self.tips: list[str] = []
 
-    def messages(self, view: dict) -> list[dict]:
+    def system(self) -> str:
+        """Actor prompt, strategy, background and coach tips (the output format comes after)."""
         sdb = dataclasses.replace(self.sdb, username="moderator")
         background = f"\n\n{sdb_block(sdb)}" if self.with_sdb else ""
         tips = ("\n\nCoach tips: " + " ".join(self.tips)) if self.tips else ""
+        return f"{MODERATOR_ACTOR}\n\n{self.instructions}{background}{tips}"
+
+    def messages(self, view: dict) -> list[dict]:
+        """The moderator's turn: in split generation, the move only (its text comes next)."""
         warned = ", ".join(f"{u} ({n} warning{'s' * (n > 1)})" for u, n in view["warned"].items()) or "nobody"
-        system = (f"{MODERATOR_ACTOR}\n\n{self.instructions}{background}{tips}\n\n"
-                  "Reply only with JSON, one of: "
-                  '{"action": "respond", "text": "..."}, {"action": "silent"}, '
-                  '{"action": "warn", "user": "<username>", "text": "..."}, '
-                  '{"action": "ban", "user": "<username>", "text": "..."}.')
         if resolve_generation(self.generation, self.client) == "split":
-            system = (f"{MODERATOR_ACTOR}\n\n{self.instructions}{background}{tips}\n\n"
-                      "First choose your move. Reply only with JSON, one of: "
-                      '{"action": "respond"}, {"action": "silent"}, '
-                      '{"action": "warn", "user": "<username>"}, {"action": "ban", "user": "<username>"}.')
+            fmt = ("First choose your move. Reply only with JSON, one of: "
+                   '{"action": "respond"}, {"action": "silent"}, '
+                   '{"action": "warn", "user": "<username>"}, {"action": "ban", "user": "<username>"}.')
+        else:
+            fmt = ("Reply only with JSON, one of: "
+                   '{"action": "respond", "text": "..."}, {"action": "silent"}, '
+                   '{"action": "warn", "user": "<username>", "text": "..."}, '
+                   '{"action": "ban", "user": "<username>", "text": "..."}.')
         user = (f"{_conversation(view, self.context_chars)}\n\nUsers: {', '.join(view['users']) or 'none'}. "
                 f"Warned so far: {warned}.\nYour move as the moderator.")
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": f"{self.system()}\n\n{fmt}"}, {"role": "user", "content": user}]
 
     def act(self, agent: str, observation, info: dict) -> dict:
         view = info["view"]
@@ -276,7 +267,8 @@ class LLMModerator:
             action = reply.checked.value
             if split:
                 move = action
-                action = {"text": ""} if move["move"] == "silent" else self._write(agent, view, messages, move, limit)
+                action = {"text": ""} if move["move"] == "silent" else \
+                    self._write(agent, view, messages[1]["content"], move, limit)
         else:
             action = {"text": ""}
             _fallback(self.client, agent, view["turn"], "moderate", reply.error, "silent")
@@ -286,26 +278,25 @@ class LLMModerator:
         return action
 
 
-    def _write(self, agent: str, view: dict, messages: list[dict], move: dict, limit: int) -> dict:
-        """Split generation: the moderator's text for the move it chose, asked for plainly."""
+    def _write(self, agent: str, view: dict, situation: str, move: dict, limit: int) -> dict:
+        """Split generation: the moderator's text for the move it chose, asked for plainly in one
+        user message (chat templates that require alternating roles accept it)."""
         target = move.get("user")
         what = {"warn": f"a warning to @{target}", "ban": f"a message announcing that @{target} is banned"}
         kind = move["move"] if move["move"] in what else None
         ask = (f"Now write {what[kind]}" if kind else "Now write your reply to the discussion") + \
             ", as the moderator. One to three sentences. Reply with the text only."
-        system = messages[0]["content"].split("\n\nFirst choose your move.")[0]
+        prefix = f"@{target} " if kind else ""
         text = self.client.run(self.client.complete_text(
-            [{"role": "system", "content": system}, {"role": "user", "content": messages[1]["content"]},
-             {"role": "user", "content": ask}],
-            clean=lambda raw: clean_text(raw, limit, max_sentences=3, keep=set(view["users"])), agent=agent,
-            round=view["turn"],
-            purpose="moderate_text", max_tokens=self.max_tokens))
+            [{"role": "system", "content": self.system()}, {"role": "user", "content": f"{situation}\n\n{ask}"}],
+            clean=lambda raw: clean_text(raw, max(10, limit - len(prefix)), max_sentences=3, keep=set(view["users"])),
+            agent=agent, round=view["turn"], purpose="moderate_text", max_tokens=self.max_tokens))
         if not text.ok:
             used = "silent" if kind is None else f"{kind} with the bare @mention"
             _fallback(self.client, agent, view["turn"], "moderate_text", text.error, used)
         if kind is not None:
-            body = text.text if f"@{target}" in text.text else f"@{target} {text.text}".strip()
-            return {"text": body, kind: target}
+            body = text.text if f"@{target}" in text.text else f"{prefix}{text.text}".strip()
+            return {"text": body[:limit], kind: target}
         return {"text": text.text}
 
 

@@ -51,11 +51,10 @@ from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import (
     PlanContext, check_plan, check_stance, check_vote_reply, plan_schema, reflect_schema, vote_schema,
 )
-from socialgym.llm.text import clean_text
+from socialgym.llm.text import GENERATION_MODES, clean_text, resolve_generation
 from socialgym.llm.usage import Fallback
 
 _MENTION = re.compile(r"@([A-Za-z0-9_\-]+)")
-GENERATION_MODES = ("auto", "joint", "split")
 SCHEMA_ID_MODES = ("auto", "enum", "validate")
 
 
@@ -121,10 +120,7 @@ class LLMPolicy:
     @property
     def generation_mode(self) -> str:
         """``joint`` or ``split`` (``auto`` resolved against the client)."""
-        if self.generation != "auto":
-            return self.generation
-        local = getattr(self.client, "local", False) or str(getattr(self.client, "model", "")).lower().endswith(".gguf")
-        return "split" if local else "joint"
+        return resolve_generation(self.generation, self.client)
 
     @property
     def id_mode(self) -> str:
@@ -209,7 +205,8 @@ class LLMPolicy:
         pr, lambdas = self.prompts, obs["lambdas"]
         active = [c for c in REWARD_NAMES if lambdas.get(c, 0) > 0]
         game = pr.render("game", n_actions=obs["n_actions"],
-                         text_rule=pr.render("text_rule") if self.generation_mode == "joint" else "")
+                         text_rule=pr.render("text_rule") if self.generation_mode == "joint" else "",
+                         topic_rule=pr.render("topic_rule_open" if self.new_topics else "topic_rule_closed"))
         rewards = pr.render("rewards", reward_docs="\n".join(f"- {pr.reward_docs[c]}" for c in active))
         goal = pr.render("goal", active_comps=", ".join(active) or "none",
                          active_weights=", ".join(f"{c} {lambdas[c]:.2f}" for c in active) or "none")
@@ -261,6 +258,7 @@ class LLMPolicy:
             last_actions="; ".join(mem.last_actions) or "none", last_rewards=last_line,
             tip=("Coach's tips: " + " ".join(tip) + "\n") if tip else "",
             topics=", ".join(topics) + _left_out(topics_cut, "topics"), dms=dm_lines, posts=post_lines,
+            topics_note=" (you may add new ones)" if self.new_topics else " (choose one of these)",
             n_actions=ctx.n_actions,
             round_rule=" This is round 1: every action must be a POST." if ctx.post_only else "")
         return [{"role": "system", "content": self.system_prompt(agent, obs)}, {"role": "user", "content": user}]
@@ -277,6 +275,8 @@ class LLMPolicy:
                           posts=tuple(it["id"] for it in feed), dms=tuple((d["id"], d["author"]) for d in dms),
                           with_text=not split, text_max=self.text_chars, ids=self.id_mode,
                           topics=None if self.new_topics else tuple(self._topics(agent, obs)[0]))
+        # new_topics=False: offered topics are an enum in "enum" mode, checked after the reply in
+        # "validate" mode (whose schema must not change from round to round)
         tip = None
         if self.is_coached(agent) and obs["round"] > 1:
             reply = await self.coach.tips(obs, mem, users, plain=split)
@@ -393,7 +393,8 @@ class LLMPolicy:
         reply = await self.client.complete_json(
             [system, {"role": "user", "content": user}], vote_schema(ids, STANCES, self.id_mode),
             lambda v: check_vote_reply(v, ids, STANCES), name="votes", agent=agent, round=obs["round"],
-            purpose="vote", max_tokens=self.vote_tokens or 32 + 10 * len(ids), repair=pr.repair)
+            purpose="vote", max_tokens=self.vote_tokens or 32 + (16 if self.id_mode == "validate" else 10) * len(ids),
+            repair=pr.repair)
         votes, stance = reply.checked.value if reply.checked is not None else ({}, None)
         votes = dict(votes)
         if not reply.ok:

@@ -3,8 +3,9 @@
 What is *kept* and what reaches a *prompt* are separate (recagent finds simulation quality
 falling as the memory in a prompt grows):
 
-- **conversation** keeps every interaction of the agent, sent and received, for the whole run
-  (it is pickled with the policy, so checkpoints carry it);
+- **conversation** keeps, for the whole run, every interaction the agent takes part in and
+  sees: its own posts, comments, DMs and mentions, the DMs it receives and the posts and
+  comments that mention it (it is pickled with the policy, so checkpoints carry it);
 - **relationships** keep per-peer counts (sent, received, likes and dislikes given), the topics
   exchanged and the last exchange;
 - **opinions** keep one stance entry per round, written by the model in the reflect step (the
@@ -30,8 +31,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-IMPORTANCE = {("in", "DM"): 1.0, ("in", "MENTION"): 0.8, ("out", "DM"): 0.8, ("in", "COM"): 0.6,
-              ("out", "COM"): 0.6, ("out", "MENTION"): 0.8, ("out", "POST"): 0.3}
+IMPORTANCE = {("in", "DM"): 1.0, ("in", "MENTION"): 0.8, ("out", "DM"): 0.8, ("out", "MENTION"): 0.8,
+              ("out", "COM"): 0.6, ("out", "POST"): 0.3}
 
 
 def _clip(text: str | None, n: int) -> str:
@@ -58,7 +59,7 @@ class Interaction:
         who = "you" if self.direction == "out" else self.peer
         to = {("out", "DM"): f" DM to {self.peer}", ("out", "COM"): f" commented on {self.peer}'s post",
               ("out", "MENTION"): f" mentioned {self.peer}", ("in", "DM"): " sent you a DM",
-              ("in", "MENTION"): " mentioned you", ("in", "COM"): " commented on your post"}
+              ("in", "MENTION"): " mentioned you"}
         what = to.get((self.direction, self.kind), " posted")
         topic = f" [{self.topic}]" if self.topic else ""
         return f"r{self.round} {who}{what}{topic}: {_clip(self.text, chars) or '(no text)'}"
@@ -222,22 +223,23 @@ class AgentMemory:
 
     def prompt_block(self) -> str:
         """The bounded memory view (at most ``max_chars`` characters, ending in a newline when
-        not empty). Slow-changing parts first (peer summaries, stances), the latest last."""
-        lines = []
+        not empty). Slow-changing parts first (peer summaries, stances), the latest last; when
+        the view is too long, the older parts are shortened first, so the newest exchange stays."""
         peers = self.older_peers()
-        if peers:
-            lines.append("Earlier, by peer: " + " | ".join(f"{p}: {self.relationships[p].summary()}"
-                                                           for p, _ in peers))
-        if self.opinions and self.opinions_in_prompt:
-            lines.append("Your stance after each round: " + "; ".join(
-                f"r{r} {s}" for r, s in self.opinions[-self.opinions_in_prompt:]))
-        if self.recent:
-            recent = self.conversation[-self.recent:]
-            if recent:
-                lines.append("Recent exchanges: " + " | ".join(i.line(self.text_chars) for i in recent))
-        block = "\n".join(lines)
-        if len(block) > self.max_chars - 1:
-            block = block[:self.max_chars - 2] + "…"
+        parts = [("Earlier, by peer: " + " | ".join(f"{p}: {self.relationships[p].summary()}" for p, _ in peers))
+                 if peers else "",
+                 ("Your stance after each round: " + "; ".join(
+                     f"r{r} {s}" for r, s in self.opinions[-self.opinions_in_prompt:]))
+                 if self.opinions and self.opinions_in_prompt else "",
+                 ("Recent exchanges: " + " | ".join(i.line(self.text_chars) for i in self.conversation[-self.recent:]))
+                 if self.recent and self.conversation else ""]
+        budget = self.max_chars - 1                      # the final newline
+        for i in range(len(parts)):                      # oldest first: cut each to what the later parts leave
+            later = sum(len(p) + 1 for p in parts[i + 1:] if p)
+            room = budget - later - sum(len(p) + 1 for p in parts[:i] if p)
+            if len(parts[i]) > room:
+                parts[i] = parts[i][:room - 1] + "…" if room > 20 else ""
+        block = "\n".join(p for p in parts if p)[:budget]
         return block + "\n" if block else ""
 
     def relationship_line(self, peer: str) -> str:

@@ -497,6 +497,8 @@ def _plots(out: Path, records, rows, present, tables) -> None:
 
 # ---------------------------------------------------------------------------- command line
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from socialgym.llm.text import GENERATION_MODES
+
     d = ModerationExperiment()
     parser.add_argument("--out", required=True, help="output directory (re-run the same to resume)")
     parser.add_argument("--strategies", default=",".join(d.strategies), help="comma-separated strategies")
@@ -506,7 +508,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--turns", type=int, default=d.max_turns, help="user turns per discussion")
     parser.add_argument("--turn-taking", default=d.turn_taking, choices=("paper", "round_robin", "random"))
     parser.add_argument("--temperature", type=float, default=d.temperature)
-    parser.add_argument("--generation", choices=("auto", "joint", "split"), default=d.generation,
+    parser.add_argument("--generation", choices=GENERATION_MODES, default=d.generation,
                         help="LLM texts: split (plain requests), joint (inside the JSON), auto (split for the "
                              "embedded model)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server (default: embedded model)")

@@ -34,7 +34,7 @@ from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml,
 from socialgym.experiments.recorder import RunRecorder, truncate_outputs
 
 CHECKPOINT = "checkpoint.pkl"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2      # 2: LLM agents with generation modes and the full memory (issue 14)
 
 
 class RunError(RuntimeError):

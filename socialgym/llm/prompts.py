@@ -66,8 +66,7 @@ post ids and no recipient. A DM either answers a listed DM (recipient = that DM'
 target_id = its id) or opens a conversation (recipient = a listed user, target_id = null). A \
 NOT has no other keys.
 Topics: a COM keeps its post's topic unless you name one. For a POST or DM choose a topic that \
-should interest your readers or the recipient; you may start topics nobody has used yet, and \
-new topics raise INF."""
+should interest your readers or the recipient; {topic_rule}"""
 
 REWARDS = """\
 What you are scored on (every part lies between 0 and 1, and so does your round total):
@@ -87,6 +86,10 @@ GOAL = """\
 Your weights: {active_weights}. Your sole aim is to raise the parts you care about, \
 {active_comps}, in those proportions."""
 
+TOPIC_RULE_OPEN = "you may start topics nobody has used yet, and new topics raise INF."
+
+TOPIC_RULE_CLOSED = "pick one of the listed topics; topics new to your feed raise INF."
+
 TEXT_RULE = """
 - "text": for POST, COM and DM, what you write, in your own voice, at most two sentences"""
 
@@ -95,7 +98,7 @@ Users you can interact with: {users}
 {best}
 {memory}Round {round}. Your actions last round: {last_actions}. Your scores last round: \
 {last_rewards}.
-{tip}Topics known so far (you may add new ones): {topics}
+{tip}Topics known so far{topics_note}: {topics}
 DMs sent to you last round (to answer one, use its id as target_id):
 {dms}
 Posts you can comment on (a COM's target_id must be one of these ids):
@@ -205,12 +208,14 @@ Reply again with JSON only, fixing this."""
 # The fields each template may use; overrides are checked against them.
 FIELDS: dict[str, frozenset[str]] = {
     "persona": frozenset({"name", "role", "description", "stance", "style", "personality"}),
-    "game": frozenset({"n_actions", "text_rule"}),
+    "game": frozenset({"n_actions", "text_rule", "topic_rule"}),
+    "topic_rule_open": frozenset(),
+    "topic_rule_closed": frozenset(),
     "text_rule": frozenset(),
     "rewards": frozenset({"reward_docs"}),
     "goal": frozenset({"active_comps", "active_weights"}),
     "plan_user": frozenset({"users", "best", "memory", "round", "last_actions", "last_rewards", "tip", "topics",
-                            "dms", "posts", "n_actions", "round_rule"}),
+                            "topics_note", "dms", "posts", "n_actions", "round_rule"}),
     "text_post": frozenset({"topic", "tone"}),
     "text_comment": frozenset({"author", "content", "topic", "tone"}),
     "text_dm": frozenset({"recipient", "topic", "tone"}),
@@ -244,6 +249,8 @@ class PromptSet:
     persona: str = PERSONA
     game: str = GAME
     text_rule: str = TEXT_RULE
+    topic_rule_open: str = TOPIC_RULE_OPEN
+    topic_rule_closed: str = TOPIC_RULE_CLOSED
     rewards: str = REWARDS
     goal: str = GOAL
     plan_user: str = PLAN_USER

@@ -121,10 +121,11 @@ def plan_schema(ctx: PlanContext) -> dict:
 
 
 def _stable_plan_schema(ctx: PlanContext) -> dict:
-    """The same four shapes every round (round 1's POST-only rule is checked after the reply)."""
+    """The same four shapes every round: ids, round 1's POST-only rule and a closed topic list
+    are checked after the reply."""
     text = {"text": {"type": "string", "maxLength": ctx.text_max}} if ctx.with_text else {}
     tone = {"tone": _enum(list(TONES))}
-    topic = {"topic": _enum(list(ctx.topics)) if ctx.topics else {"type": "string", "pattern": TOPIC_PATTERN}}
+    topic = {"topic": {"type": "string", "pattern": TOPIC_PATTERN}}
     mention = {"mention": {"anyOf": [{"type": "string"}, {"type": "null"}]}}
     variants = [_obj({"type": _enum(["POST"]), **topic, **mention, **tone, **text}),
                 _obj({"type": _enum(["COM"]), "target_id": {"type": "integer"}, **mention, **tone, **text}),

@@ -18,7 +18,7 @@ _LEAD_IN = re.compile(
     r"(?: text)?\s*:)?\s*", re.IGNORECASE)
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'", "\u2018": "\u2019"}
 _HANDLE = re.compile(r"(?<![\w@])@[\w.\-]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])[\"'\u201d\u2019)]*\s+")
+_SENTENCE = re.compile(r"[^.!?\u2026]*(?:[.!?\u2026]+[\"'\u201d\u2019)]*|$)")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 
 
@@ -34,19 +34,37 @@ def clean_text(raw: str | None, max_chars: int, *, max_sentences: int = 2, keep:
         text = _LEAD_IN.sub("", text, count=1).strip()
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
     text = paragraphs[0] if paragraphs else ""
-    if text[:1] in _QUOTES:                               # a quoted message: what is inside
-        end = text.find(_QUOTES[text[0]], 1)
-        text = text[1:end] if end > 0 else text[1:]
+    if text[:1] in _QUOTES and _wrapped(text):            # a quoted message: what is inside
+        text = text[1:text.rfind(_QUOTES[text[0]])]
     text = _HANDLE.sub(lambda m: m.group(0) if m.group(0)[1:].rstrip(".-") in keep else "", text)
+    text = re.sub(r"\s+([,.!?;:])", r"\1", text)          # "Hey @x, how" -> "Hey, how"
     text = re.sub(r"#(\w)", r"\1", text)                  # hashtags read as words
-    text = " ".join(text.split()).strip(" \"'\u201c\u201d-:,;")
+    text = _unpaired_quotes(" ".join(text.split()).strip(" -:,;"))
     return _cut(text, max_chars, max_sentences)
 
 
+def _unpaired_quotes(text: str) -> str:
+    """Drop a quote mark left alone at either end (the other half was cut away)."""
+    for mark in ('"', "\u201c", "\u201d"):
+        if text.count(mark) % 2 and len(text.replace('"', "")) == len(text) - 1 or \
+                mark != '"' and text.count("\u201c") != text.count("\u201d"):
+            text = text.strip(mark).strip()
+    return text
+
+
+def _wrapped(text: str) -> bool:
+    """Whether the whole text is one quotation: it opens with a quote whose closer comes at the
+    end (after the message's own punctuation), not a quoted phrase inside a sentence."""
+    closer = _QUOTES[text[0]]
+    end = text.rfind(closer)
+    return end > 0 and not text[end + 1:].strip(" .!?\u2026") and \
+        (closer != "'" or not text[1:2].isalpha() or text[end - 1:end] in ".!?\u2026")
+
+
 def _cut(text: str, max_chars: int, max_sentences: int) -> str:
-    sentences = [s for s in _SENTENCE_END.split(text) if s]
+    sentences = [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
     complete = [s for s in sentences if re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", s)]
-    if complete and len(complete) < len(sentences) and sentences[-1] not in complete:
+    if complete and not re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", sentences[-1]):
         sentences = sentences[:-1]                        # drop a sentence the token limit cut off
     out = ""
     for s in sentences[:max_sentences]:
@@ -72,3 +90,17 @@ def parse_bullets(raw: str | None, *, max_items: int = 5, max_chars: int = 240) 
         if len(line.split()) >= 3 and not line.endswith(":"):
             items.append(line[:max_chars])
     return items[:max_items]
+
+
+GENERATION_MODES = ("auto", "joint", "split")
+
+
+def resolve_generation(generation: str, client) -> str:
+    """``joint`` or ``split`` for a client: ``auto`` is ``split`` for a local GGUF model
+    (``LLMClient(local=True)`` or a model name ending in ``.gguf``), ``joint`` otherwise."""
+    if generation not in GENERATION_MODES:
+        raise ValueError(f"generation must be one of {GENERATION_MODES}, got {generation!r}")
+    if generation != "auto":
+        return generation
+    local = getattr(client, "local", False) or str(getattr(client, "model", "")).lower().endswith(".gguf")
+    return "split" if local else "joint"
