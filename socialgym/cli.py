@@ -5,6 +5,7 @@
     socialgym report DIR                                         # rebuild plots/ and report.html
     socialgym demo [--no-llm] [--out DIR]                        # zero-config: LLM agents, embedded model
     socialgym moderation --out DIR [--discussions N ...]         # the six moderation strategies compared
+    socialgym study ties-coach --out DIR [--scale small|paper]   # the core paper's study, figures, claims
 
 Config errors print one line naming the key and exit with status 2.
 """
@@ -56,6 +57,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="LLM agents: 'split' plans under a schema and asks for each text plainly (what a "
                              "small local model needs), 'joint' writes texts inside the plan's JSON, 'auto' "
                              "picks split for local models (default: split)")
+    p_study = sub.add_parser("study", help="a paper's study as one command (resumable: re-run with the same --out)")
+    p_study.add_argument("name", choices=("ties-coach",), help="ties-coach: the core paper's coach x tie-scoring study")
+    p_study.add_argument("--out", required=True)
+    p_study.add_argument("--scale", choices=("small", "paper"), default="small",
+                         help="small: the embedded model on 2 cores in about 30 minutes; paper: 30 agents x 15 rounds")
+    p_study.add_argument("--replicates", type=int, default=None, help="replicates per condition (config default)")
+    p_study.add_argument("--base-url", default=None, help="an OpenAI-compatible server (default: embedded model)")
+    p_study.add_argument("--model", default=None)
+    p_study.add_argument("--quiet", action="store_true")
     from socialgym.experiments import moderation
 
     p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
@@ -74,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             return _resume(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "study":
+            return _study(args)
         return _demo(args)
     except (ConfigError, RunError) as exc:
         print(f"socialgym: error: {exc}", file=sys.stderr)
@@ -151,6 +163,17 @@ def _print_text_quality(out: Path) -> None:
     q = english_share([e["text"] for e in events if e.get("kind") in ("POST", "COM", "DM")], words)
     if q["texts"]:
         print(f"texts: {q['english_like']} of {q['texts']} English-like ({100 * q['share']:.0f} %)")
+
+
+def _study(args) -> int:
+    from socialgym.experiments.study import run_study
+
+    result = run_study(args.name, args.out, scale=args.scale, replicates=args.replicates, base_url=args.base_url,
+                       model=args.model, progress=False if args.quiet else None)
+    for claim, verdict in result["claims"].items():
+        print(f"{verdict:>13}  {claim}")
+    print(f"study of {result['runs']} runs: {result['html']}")
+    return 0
 
 
 def _moderation(args) -> int:

@@ -35,8 +35,8 @@ class CocoonArgs:
     """Rounds per run."""
     topics: int = 8
     """Number of topics (item categories)."""
-    feed_size: int = 10
-    """Items recommended to each agent per round."""
+    feed_size: int = 5
+    """Items recommended to each agent per round (recagent recommends 5 items per list)."""
     replacements: tuple[int, ...] = (1, 3, 5)
     """Rec-Strategy levels: how many of the feed's items are replaced by random ones."""
     intervene_from: int = 20

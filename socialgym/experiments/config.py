@@ -513,6 +513,10 @@ def with_values(cfg: ExperimentConfig, assignment: Mapping[str, Any]) -> Experim
         value = thaw(value)
         apply_override(raw, f"{key}={yaml.safe_dump(value, default_flow_style=True).strip()}"
                        if not isinstance(value, str) else f"{key}={value}")
+        if key == "policy.coach":       # groups take policy.coach as their default: a swept value reaches
+            for group in raw["policy"].get("groups") or []:      # every llm group (to_dict wrote it out)
+                if group.get("kind", "llm") == "llm":
+                    group["coach"] = value
     try:
         return from_dict(raw)
     except ConfigError as exc:
