@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser wordlist demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm train clean
+.PHONY: install browser wordlist study reproduction demo demo-no-llm llm-demo test bench bench-llm cocoon moderation moderation-no-llm train clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,14 @@ moderation: install
 ## moderation-no-llm: the same pipeline with scripted users/moderator and lexicon annotators (seconds)
 moderation-no-llm: install
 	$(BIN)/socialgym moderation --no-llm --out runs/moderation-no-llm --discussions 10
+
+## study: the core paper's 2x2 study on the embedded model (small scale, about 30 min; runs/study-small)
+study: install
+	$(BIN)/socialgym study ties-coach --scale small --out runs/study-small
+
+## reproduction: docs/reproduction.md from runs/study-small, runs/cocoon and runs/moderation
+reproduction: install
+	$(BIN)/python benchmarks/reproduction.py
 
 ## train: PPO with parameter sharing on the feed env (runs/ppo), then random/greedy/PPO evaluation
 train: install

@@ -157,7 +157,8 @@ def main() -> None:
     lines += ["", "## Rules", "",
               "- Core paper, claims 1-4: see `socialgym/experiments/claims.py` (slope intervals, rank of INF and "
               "COORD, paired coach differences over the first and last thirds of rounds, spread across θ and "
-              "distance to the real-network band).",
+              "distance to the real-network band); claims 1 and 3 use rounds 2 to T (round 1 measures no "
+              "choice: every action is a POST, every feed is empty, nobody is coached yet).",
               "- The real-network band is mean ± 1.96 standard errors over Chang et al.'s eight real friendship "
               "networks (31-70 nodes), from the authors' analysis notebook: density 0.197 ± 0.046, clustering "
               "0.454 ± 0.043, largest-component share 0.990 ± 0.010, shortest path / ln(LCC size) 0.635 ± 0.047, "

@@ -171,21 +171,23 @@ def analyze(out: str | Path) -> dict:
     return {"runs": len(runs), "claims": {v.claim: v.verdict for v in verdicts}, "html": str(out / "study.html")}
 
 
-def _stack(runs: list[dict], task: str) -> np.ndarray:
-    return np.vstack([r["curves"][task] for r in runs if task in r["curves"]])
+def _stack(runs: list[dict], task: str, first_round: int = 1) -> np.ndarray:
+    return np.vstack([r["curves"][task][first_round - 1:] for r in runs if task in r["curves"]])
 
 
 def _claims(runs: list[dict]) -> list:
+    """Claims 1 and 3 use rounds 2..T: round 1 measures no choice (every action is a POST, every
+    feed is empty, nobody is coached yet)."""
     tasks = [t for t in REWARD_NAMES if all(t in r["curves"] for r in runs)]
-    pooled = {t: _stack(runs, t) for t in tasks}
+    pooled = {t: _stack(runs, t, 2) for t in tasks}
     key = lambda r: (r["llm_ties"], r["replicate"])        # noqa: E731 -- pairs share ties and seed
     coached = sorted((r for r in runs if r["coach"]), key=key)
     plain = sorted((r for r in runs if not r["coach"]), key=key)
     verdicts = [claim_stats.learnable(pooled)]
     if {"INF", "COORD"} <= set(tasks):
-        verdicts.append(claim_stats.task_order(pooled))
-    verdicts.append(claim_stats.coach_early_late({t: _stack(coached, t) for t in tasks},
-                                                 {t: _stack(plain, t) for t in tasks}))
+        verdicts.append(claim_stats.task_order({t: _stack(runs, t) for t in tasks}))
+    verdicts.append(claim_stats.coach_early_late({t: _stack(coached, t, 2) for t in tasks},
+                                                 {t: _stack(plain, t, 2) for t in tasks}))
     mean_sweep = {}
     for llm in (False, True):
         mine = [r for r in runs if r["llm_ties"] == llm]
