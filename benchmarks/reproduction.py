@@ -154,6 +154,18 @@ def main() -> None:
     lines += ["| paper, claim | the paper says | socialgym's result | rerun against a real model | verdict |",
               "|---|---|---|---|---|"]
     lines += [f"| {' | '.join(c.replace('|', '/') for c in row)} |" for row in rows]
+    if study is not None and (study / "plots").is_dir():
+        import shutil
+
+        lines += ["", "## The study's figures", ""]
+        for name, caption in (("fig2_task_rewards", "task reward per group, coach vs no coach (the paper's Fig. 2)"),
+                              ("fig3_4_theta_sweep", "network metrics against θ, heuristic vs LLM ties, real-network "
+                                                     "band (Figs. 3-4)"),
+                              ("fig5_8_degrees", "degree distributions per condition (Figs. 5-8)")):
+            source = study / "plots" / f"{name}.png"
+            if source.is_file():
+                shutil.copyfile(source, DOCS / "images" / f"study_{name}.png")
+                lines += [f"![{caption}](images/study_{name}.png)", ""]
     lines += ["", "## Rules", "",
               "- Core paper, claims 1-4: see `socialgym/experiments/claims.py` (slope intervals, rank of INF and "
               "COORD, paired coach differences over the first and last thirds of rounds, spread across θ and "
