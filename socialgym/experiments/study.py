@@ -33,7 +33,7 @@ from socialgym.config import REWARD_NAMES
 from socialgym.experiments import claims as claim_stats
 from socialgym.experiments.config import ConfigError, load_config
 from socialgym.experiments.runner import RunError
-from socialgym.experiments.sweep import SWEEP_FILE, mean_ci, resume_sweep, run_sweep
+from socialgym.experiments.sweep import SWEEP_FILE, _write_csv, mean_ci, resume_sweep, run_sweep
 
 STUDIES = {"ties-coach": {"paper": "ties-coach.yaml", "small": "ties-coach-small.yaml"}}
 
@@ -289,15 +289,6 @@ def _html(out: Path, runs: list[dict], verdicts, figures) -> str:
             f"<h2>Claims</h2><table><tr><th>claim</th><th>statistic</th><th>verdict</th></tr>{rows}</table>"
             f"<p>Numbers and rules: claims.md, claims.json.</p><h2>Figures</h2>{imgs}"
             f"<h2>Runs</h2><ul>{links}</ul></body></html>\n")
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 def _json(value: Any):
