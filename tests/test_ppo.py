@@ -4,6 +4,7 @@ TorchPolicy in mixed runs (PolicyMix, the experiment runner), the CLI and evalua
 from __future__ import annotations
 
 import csv
+import os
 import pickle
 
 import numpy as np
@@ -117,11 +118,38 @@ def test_layout_mismatch_and_bad_inputs(trained, tmp_path):
     with pytest.raises(FileNotFoundError):
         ppo.TorchPolicy.load(tmp_path / "missing.pt")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="junk.pt is not a socialgym PPO model file"):
         ppo.TorchPolicy.load(tmp_path / "junk.pt")
     torch.save({"format": "other"}, tmp_path / "other.pt")
-    with pytest.raises(ValueError, match="not a socialgym PPO checkpoint"):
+    with pytest.raises(ValueError, match="other.pt is not a socialgym PPO model file"):
         ppo.TorchPolicy.load(tmp_path / "other.pt")
+
+
+class _RunsCode:
+    """What a hostile model file holds: unpickling it calls a function of the attacker's choice."""
+
+    def __reduce__(self):
+        return (os.makedirs, (str(MARKER),))
+
+
+MARKER = None
+
+
+@pytest.mark.parametrize("entry", ["policy", "evaluate"])
+def test_a_model_file_from_someone_else_runs_no_code(entry, tmp_path):
+    """Reported: a `kind: torch` path and `evaluate --model` used torch.load(weights_only=False)."""
+    global MARKER
+    MARKER = tmp_path / "code-ran"
+    torch.save({"format": "socialgym-ppo-1", "args": _RunsCode()}, tmp_path / "model.pt")
+    if entry == "policy":
+        with pytest.raises(ValueError, match="not a socialgym PPO model file.*weights_only=True"):
+            ppo.TorchPolicy.load(tmp_path / "model.pt")
+    else:
+        from socialgym.baselines import evaluate
+        with pytest.raises(SystemExit) as exc:
+            evaluate.main(["--model", str(tmp_path / "model.pt"), "--out", str(tmp_path / "eval")])
+        assert exc.value.code == 2
+    assert not MARKER.exists()
 
 
 def test_experiment_runner_takes_a_torch_group(trained, tmp_path):

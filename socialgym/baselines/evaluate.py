@@ -122,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     from socialgym.baselines.ppo import Args, TorchPolicy, env_kwargs
 
     if a.model:
-        import torch
-        saved = torch.load(a.model, map_location="cpu", weights_only=False)["args"]
+        from socialgym.baselines.ppo import read_model_file
+        try:
+            saved = read_model_file(a.model).get("args", {})
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
         args = Args(**{k: v for k, v in saved.items() if k in {f.name for f in dataclasses.fields(Args)}})
     else:
         args = Args()

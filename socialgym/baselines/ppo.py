@@ -233,12 +233,7 @@ class TorchPolicy:
 
     @classmethod
     def load(cls, path: str | Path, *, deterministic: bool = False, seed: int = 0) -> "TorchPolicy":
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no trained policy at {path}")
-        data = torch.load(path, map_location="cpu", weights_only=False)
-        if not isinstance(data, dict) or data.get("format") != "socialgym-ppo-1":
-            raise ValueError(f"{path} is not a socialgym PPO checkpoint")
+        data = read_model_file(path)
         heads = Heads(np.asarray(data["nvec"]), data["act_length"])
         net = ActorCritic(data["n_features"], heads.K, heads.M, data["hidden"])
         net.load_state_dict(data["state_dict"])
@@ -291,6 +286,23 @@ class TorchPolicy:
         w = torch.from_numpy(self.heads.phase_weight[int(stacked["phase"])]).expand(len(x), -1)
         actions, *_ = _evaluate(self.net, x, mask, w, generator=self.generator, greedy=self.deterministic)
         return actions.numpy().astype(np.int64)
+
+
+def read_model_file(path: str | Path) -> dict:
+    """A model.pt written by :func:`save_policy`, read with ``weights_only=True``: tensors and
+    plain containers only, so a file from someone else cannot run code when it is opened."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no trained policy at {path}")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:   # pickle.UnpicklingError for disallowed globals, RuntimeError for damage
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path} is not a socialgym PPO model file (read with weights_only=True: {first})") \
+            from None
+    if not isinstance(data, dict) or data.get("format") != "socialgym-ppo-1":
+        raise ValueError(f"{path} is not a socialgym PPO model file")
+    return data
 
 
 def save_policy(path: Path, net: ActorCritic, heads: Heads, layout: dict, args: Args, n_features: int) -> None:
