@@ -4,6 +4,10 @@ The key hashes the model, the messages, the sampling parameters, the schema and 
 number (the n-th identical request of this client gets the n-th stored reply), so that even
 identical prompts sent twice replay the replies they got the first time. The API key and the
 server address are never part of the key or of the stored data.
+
+Text UTF-8 cannot encode (a lone surrogate, which a model can write as an escape) never breaks
+the key (it hashes the surrogates' own code points) and is never stored: ``put`` skips such a
+reply, which the client already treats as a failed attempt.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from socialgym.llm.sanitize import encodable
+
 
 def request_key(payload: dict[str, Any], occurrence: int) -> str:
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(f"{blob}#{occurrence}".encode()).hexdigest()
+    # surrogatepass: the same bytes as plain UTF-8 for every encodable text (so existing caches
+    # keep their keys), and a lone surrogate hashes as its code point instead of raising
+    return hashlib.sha256(f"{blob}#{occurrence}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ResponseCache:
@@ -45,12 +53,16 @@ class ResponseCache:
                 self.misses += 1
                 return None
             self.hits += 1
-            return row[0], int(row[1] or 0), int(row[2] or 0)
+            return row[0], _count(row[1]), _count(row[2])
 
-    def put(self, key: str, reply: str, prompt_tokens: int, completion_tokens: int) -> None:
+    def put(self, key: str, reply: str, prompt_tokens: int, completion_tokens: int) -> bool:
+        """Store a reply; ``False`` (nothing stored) when it is not text UTF-8 can encode."""
+        if not isinstance(reply, str) or not encodable(reply):
+            return False
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                             (key, reply, prompt_tokens, completion_tokens))
+                             (key, reply, _count(prompt_tokens), _count(completion_tokens)))
+        return True
 
     def __len__(self) -> int:
         with self._lock:
@@ -62,3 +74,10 @@ class ResponseCache:
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0

@@ -4,18 +4,28 @@ Over the official ``openai`` async client, for any OpenAI-compatible server (Ope
 llama.cpp, Ollama):
 
 - bounded concurrency (one semaphore around every HTTP request);
-- retries with exponential backoff on 429, 5xx, timeouts and connection errors (the openai
-  client's own retries are off, so every attempt is counted);
+- retries with exponential backoff on 429, 5xx, timeouts, connection errors and malformed
+  200 replies (no JSON, no ``choices[0].message``, content neither text nor null, text UTF-8
+  cannot encode); the openai client's own retries are off, so every attempt is counted. A
+  request that still fails raises ``LLMError``, which the ``complete_*`` methods turn into an
+  error reply (a policy's recorded fallback);
+- 401/403 (a wrong or missing API key) raise ``LLMAuthError`` at once, and every later request
+  of the client too: a run must stop, not fall back on every request;
 - structured output: a JSON schema goes with every request that expects JSON, in the form the
   server takes. ``structured="auto"`` tries ``json_schema`` (OpenAI, vLLM, llama.cpp's server)
   on the first request, and if the server rejects that form, ``json_object`` with a ``schema``
-  (llama-cpp-python's server), and then the schema in the prompt only;
+  (llama-cpp-python's server), and then the schema in the prompt only. Only a definite
+  rejection downgrades: a 400/422 about the format, or the request-validation error (a 500)
+  llama-cpp-python's server answers an unknown ``response_format`` with; other 5xx are
+  transient and retried;
 - validation of every JSON reply, re-prompting with the error up to ``max_repairs`` times;
 - an optional on-disk response cache that replays a run exactly;
 - request and token accounting per agent, round and purpose (``client.usage``).
 
 The API key comes from ``api_key=`` or ``OPENAI_API_KEY``. It is held only by the openai
-client object and never appears in ``repr``, ``config()``, the cache, logs or errors.
+client object and never appears in ``repr``, ``config()``, the cache, logs or errors: every text
+from the server that is kept (errors, usage records, format rejections, transcripts) is
+redacted first (``socialgym.llm.sanitize.redact``), since servers echo a wrong key.
 
 All requests run on one event loop in a background thread, so the synchronous policy API
 (``policy.act``) works from plain scripts and from notebooks that already run a loop.
@@ -36,15 +46,35 @@ from urllib.parse import urlparse
 
 from socialgym.llm.cache import ResponseCache, request_key
 from socialgym.llm.prompts import REPAIR
+from socialgym.llm.sanitize import encodable, one_line, redact, scrub, unencodable_strings
 from socialgym.llm.schemas import Checked, parse_json
 from socialgym.llm.usage import Call, Usage
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
-_FORMAT_HINTS = ("response_format", "json_schema", "json_object", "input should be", "schema")
+_FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
+_AUTH_STATUSES = (401, 403)
 
 
 class LLMError(RuntimeError):
     """A request failed for good (after retries, or with a non-retryable status)."""
+
+
+class LLMAuthError(RuntimeError):
+    """The server refused the API key (HTTP 401 or 403). Deliberately not an ``LLMError``: the
+    ``complete_*`` methods, and so the policies, do not turn it into fallbacks; it ends the run.
+    The message is one line naming the server and the status, never the key."""
+
+    def __init__(self, message: str, *, status: int | None = None, base_url: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.base_url = base_url
+
+    def __reduce__(self):       # picklable across processes (sweep workers) with its fields
+        return (_auth_error, (str(self), self.status, self.base_url))
+
+
+def _auth_error(message: str, status: int | None, base_url: str | None) -> LLMAuthError:
+    return LLMAuthError(message, status=status, base_url=base_url)
 
 
 @dataclass
@@ -174,6 +204,7 @@ class LLMClient:
         self._sem: asyncio.Semaphore | None = None
         self._detect: asyncio.Lock | None = None
         self._in_flight = 0
+        self._auth_failure: tuple[str, int] | None = None   # (message, status) once the key was refused
         self.peak_in_flight = 0
         self.transcript: Callable[[dict], None] | None = None
         """Called with every logical request's prompt and reply (the runner's transcripts.jsonl)."""
@@ -248,9 +279,13 @@ class LLMClient:
     async def chat(self, messages: Sequence[dict], *, schema: dict | None = None, name: str = "reply",
                    agent: str | None = None, round: int | None = None, purpose: str = "chat",
                    max_tokens: int | None = None) -> str:
-        """One logical request (cache, then HTTP with retries); returns the reply text."""
+        """One logical request (cache, then HTTP with retries); returns the reply text. Raises
+        ``LLMError`` when it fails, ``LLMAuthError`` when the server refuses the key."""
         max_tokens = max_tokens or self.max_tokens
-        payload = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
+        messages = list(messages)
+        if unencodable_strings(messages):    # a lone surrogate cannot be sent, hashed or logged
+            messages = scrub(messages)
+        payload = {"model": self.model, "messages": messages, "temperature": self.temperature,
                    "max_tokens": max_tokens, "seed": self.seed, "schema": schema}
         key = None
         if self.cache is not None:
@@ -263,11 +298,14 @@ class LLMClient:
                 self.usage.record(Call(agent, round, purpose, hit[1], hit[2], 0.0, True, 0, True))
                 self._log(agent, round, purpose, messages, hit[0], True)
                 return hit[0]
+        if self._auth_failure is not None:        # the key was refused: send nothing more
+            self.usage.record(Call(agent, round, purpose, 0, 0, 0.0, False, 0, False, self._auth_failure[0]))
+            raise self._auth_exception()
         self._ensure()
         start = time.perf_counter()
         try:
             text, pt, ct, attempts = await self._structured_request(messages, schema, name, max_tokens)
-        except LLMError as err:
+        except (LLMError, LLMAuthError) as err:
             attempts = getattr(err, "attempts", 1)
             self.usage.record(Call(agent, round, purpose, 0, 0, time.perf_counter() - start, False,
                                    attempts, False, str(err)))
@@ -279,9 +317,33 @@ class LLMClient:
         return text
 
     def _log(self, agent, round, purpose, messages, reply, cached) -> None:
-        if self.transcript is not None:
-            self.transcript({"agent": agent, "round": round, "purpose": purpose, "cached": cached,
-                             "messages": list(messages), "reply": reply})
+        if self.transcript is not None:   # always writable as UTF-8, never holding the key
+            entry = {"agent": agent, "round": round, "purpose": purpose, "cached": cached,
+                     "messages": list(messages), "reply": reply}
+            self.transcript(self._safe(entry))
+
+    def _safe(self, value: Any) -> Any:
+        """``value`` (a JSON-like record) with lone surrogates replaced and the key redacted."""
+        key = self.__api_key
+
+        def walk(v):
+            if isinstance(v, str):
+                return redact(v, key) if key in v else v
+            if isinstance(v, dict):
+                return {k: walk(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return [walk(x) for x in v]
+            return v
+
+        return walk(scrub(value))
+
+    def _clean(self, text: Any, limit: int = 300) -> str:
+        """Text from the server, fit to be kept: key redacted, encodable, one line, cut."""
+        return one_line(scrub(redact(text, self.__api_key)), limit)
+
+    def _auth_exception(self) -> LLMAuthError:
+        message, status = self._auth_failure
+        return LLMAuthError(message, status=status, base_url=self.base_url)
 
     async def complete_json(self, messages: Sequence[dict], schema: dict, check: Callable[[Any], Checked], *,
                             name: str = "reply", agent: str | None = None, round: int | None = None,
@@ -295,7 +357,7 @@ class LLMClient:
             try:
                 raw = await self.chat(messages, schema=schema, name=name, agent=agent, round=round,
                                       purpose=purpose, max_tokens=max_tokens)
-            except LLMError as err:
+            except LLMError as err:          # (LLMAuthError is not one: it ends the run)
                 return JSONReply(best, None, attempt, f"request failed: {err}")
             try:
                 checked = check(parse_json(raw))
@@ -340,7 +402,10 @@ class LLMClient:
                 raise _failed(f"the server rejected response_format {mode!r}: {rejected}", 1) from None
         async with self._detect:          # the first structured request finds the server's format
             if self.mode is None:
-                for mode in ("json_schema", "json_object", "prompt"):
+                # a form the server definitely refused stays refused (a transient failure of the
+                # next form, which ends a detection without a mode, must not make it ask again)
+                refused = {r.split(":", 1)[0] for r in self.format_rejections}
+                for mode in [m for m in ("json_schema", "json_object") if m not in refused] + ["prompt"]:
                     try:
                         result = await self._with_retries(messages, schema, name, max_tokens, mode)
                     except _FormatRejected as rejected:
@@ -356,28 +421,50 @@ class LLMClient:
 
         attempts = 0
         while True:
+            if self._auth_failure is not None:     # another request found the key refused
+                raise self._auth_exception()
             attempts += 1
             try:
                 text, pt, ct = await self._post(messages, schema, name, max_tokens, mode)
                 return text, pt, ct, attempts
             except openai.APIStatusError as err:
-                detail = _describe(err)
-                if mode != "prompt" and schema is not None and _format_rejected(err):
-                    raise _FormatRejected(detail) from None
-                retryable = err.status_code in (408, 409, 429) or err.status_code >= 500
-                if not retryable or attempts > self.max_retries:
-                    raise _failed(f"{detail} (after {attempts} attempt(s))", attempts) from None
-                delay = _retry_after(err)
+                status, detail, delay = err.status_code, self._describe(err), _retry_after(err)
             except (openai.APITimeoutError, openai.APIConnectionError) as err:
-                if attempts > self.max_retries:
-                    raise _failed(f"{type(err).__name__}: {err} (after {attempts} attempt(s))", attempts) from None
-                delay = None
+                status, detail, delay = None, self._clean(f"{type(err).__name__}: {err}"), None
+            except _BadReply as err:
+                status, detail, delay = None, str(err), None
+            # decided outside the except clauses: no exception raised here carries the openai
+            # error (and the server's unredacted body) as its context
+            if status in _AUTH_STATUSES:
+                self._auth_failure = (self._auth_message(status, detail), status)
+                raise self._auth_exception()
+            if status is not None and mode != "prompt" and schema is not None and _format_rejected(status, detail):
+                raise _FormatRejected(detail)
+            retryable = status is None or status in (408, 409, 429) or status >= 500
+            if not retryable or attempts > self.max_retries:
+                raise _failed(f"{detail} (after {attempts} attempt(s))", attempts)
             if delay is None:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempts - 1))
                 delay *= 0.5 + self._jitter.random()
             await asyncio.sleep(delay)
 
+    def _auth_message(self, status: int, detail: str) -> str:
+        what = "refused the API key" if status == 401 else "refused access with this API key"
+        return (f"the LLM server at {self.base_url} {what} ({detail}): check the API key "
+                "(llm.api_key_env, default OPENAI_API_KEY, or llm.api_key); the run stops here "
+                "instead of falling back on every request")
+
+    def _describe(self, err) -> str:
+        body = err.body
+        if isinstance(body, dict):
+            body = body.get("error", body)
+            if isinstance(body, dict):       # OpenAI's {"error": {"message"}}, FastAPI's {"detail"}
+                body = body.get("message", body.get("detail", body))
+        return f"HTTP {err.status_code}: {self._clean(body if body is not None else err.message)}"
+
     async def _post(self, messages, schema, name, max_tokens, mode):
+        import openai
+
         kwargs: dict = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
                         "max_tokens": max_tokens}
         if self.seed is not None:
@@ -392,6 +479,7 @@ class LLMClient:
             last["content"] = f"{last['content']}\nYour JSON must match this schema: {json.dumps(schema)}"
             kwargs["messages"][-1] = last
         kwargs.update(self.extra_body)
+        unreadable = None
         async with self._sem:
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
@@ -399,18 +487,43 @@ class LLMClient:
                 # the client's documented low-level post: our body is plain JSON already, and the
                 # typed create() would spend ~1 ms per request re-walking messages and schema
                 response = await self._api.post("/chat/completions", body=kwargs, cast_to=dict)
+            except (openai.APIStatusError, openai.APIConnectionError):
+                raise
+            except Exception as err:   # e.g. a 200 whose body is no JSON (or no UTF-8): a failed attempt
+                unreadable = f"{type(err).__name__}: {err}"
             finally:
                 self._in_flight -= 1
-        try:
-            text = response["choices"][0]["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise _failed(f"the server's reply has no choices[0].message: {str(response)[:200]}", 1) from None
-        usage = response.get("usage") or {}
-        return text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        if unreadable is not None:
+            raise _BadReply(f"no readable reply from the server ({self._clean(unreadable, 200)})")
+        return self._read_reply(response)
+
+    def _read_reply(self, response: Any) -> tuple[str, int, int]:
+        """(text, prompt_tokens, completion_tokens) of a 200 reply; ``_BadReply`` when it is not
+        a chat completion. Token counts that are missing or malformed count as 0."""
+        choices = response.get("choices") if isinstance(response, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not (content is None or isinstance(content, str)):
+            raise _BadReply(f"the server's reply has no text in choices[0].message.content: "
+                            f"{self._clean(_short(response), 200)}")
+        text = content or ""
+        key = self.__api_key
+        if len(key) >= 8 and key in text:     # a server that echoes the key into the reply itself
+            text = text.replace(key, "***")
+        if not encodable(text):
+            raise _BadReply("the server's reply text cannot be encoded as UTF-8 (it holds a lone "
+                            "surrogate such as \\ud800)")
+        usage = response.get("usage")
+        return text, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
 
 
 class _FormatRejected(Exception):
     pass
+
+
+class _BadReply(Exception):
+    """A 200 reply that is not a usable chat completion: a failed attempt, retried."""
 
 
 def _failed(message: str, attempts: int) -> LLMError:
@@ -419,26 +532,44 @@ def _failed(message: str, attempts: int) -> LLMError:
     return err
 
 
-def _describe(err) -> str:
-    body = err.body
-    if isinstance(body, dict):
-        body = body.get("error", body)
-        if isinstance(body, dict):
-            body = body.get("message", body)
-    text = str(body if body is not None else err.message)
-    return f"HTTP {err.status_code}: {text[:300]}"
+def _short(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)[:1000]
+    except (TypeError, ValueError):
+        return repr(value)[:1000]
 
 
-def _format_rejected(err) -> bool:
-    if err.status_code not in (400, 422, 500):
-        return False
-    text = _describe(err).lower()
-    return any(hint in text for hint in _FORMAT_HINTS)
+def _tokens(usage: Any, field: str) -> int:
+    """A token count from a reply's ``usage``; 0 (unknown) when missing or not a count."""
+    value = usage.get(field) if isinstance(usage, dict) else None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        return 0
+    return int(value)
+
+
+def _format_rejected(status: int, detail: str) -> bool:
+    """Whether an error is the server definitely refusing the ``response_format`` form: a
+    400/422 about the format, or the request-validation error that llama-cpp-python's server
+    sends as a 500 ("1 validation error: ... response_format.type Input should be ..."). Any
+    other 5xx, whatever it says, is transient: retried, never a reason to downgrade for good."""
+    text = detail.lower()
+    if status in (400, 422):
+        return any(hint in text for hint in _FORMAT_HINTS)
+    if status == 500:
+        return "response_format" in text and ("validation error" in text or "input should be" in text)
+    return False
 
 
 def _retry_after(err) -> float | None:
     try:
-        value = err.response.headers.get("retry-after")
-        return min(30.0, float(value)) if value is not None else None
-    except (AttributeError, ValueError):
+        value = float(err.response.headers.get("retry-after"))
+    except (AttributeError, TypeError, ValueError):
         return None
+    return min(30.0, value) if value >= 0 else None      # NaN fails the test too

@@ -13,26 +13,72 @@ sent one after another (``LLMClient(max_concurrency=1)``) whose prompts start al
 rules every agent's plan and vote begin with) skip most of their prompt. The optional RAM cache
 (``cache=True``) also restores older prefixes, but it copies a state of about 100 MB per request
 and is slower on two cores, so it is off by default. It is stopped on exit, on errors and on
-Ctrl-C.
+Ctrl-C, and it dies with the process that started it even when that process is killed
+(``kill -9``): the server runs under a small watchdog that holds the read end of a pipe whose
+write end only the parent holds, and on Linux it also asks the kernel for ``SIGKILL`` when its
+parent dies (``PR_SET_PDEATHSIG``, when started from the main thread: the signal follows the
+thread that started it). It requires an API key of its own, random per start
+(``server.api_key``, passed in its environment, not on its command line), so that nothing else on
+the machine can use it unauthenticated.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
 DEFAULT_ALIAS = "smollm2-135m-instruct"
+
+# Runs llama.cpp's server in-process after arming two ways of dying with the parent: the kernel's
+# parent-death signal (Linux; optional), and a thread blocked on a pipe that the parent alone
+# holds open, which reads EOF however the parent ends. argv: fd, parent pid, deathsig, server args.
+_WATCHDOG = r"""
+import os, signal, sys, threading
+fd, parent, deathsig = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+
+def die():
+    try:
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    finally:
+        os._exit(1)
+
+if deathsig:
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+if os.getppid() != parent:          # the parent died before the watch was armed
+    die()
+
+def watch():
+    try:
+        while os.read(fd, 64):
+            pass
+    except OSError:
+        pass
+    die()
+
+threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+sys.argv = ["llama_cpp.server", *sys.argv[4:]]
+import runpy
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+# settings the server reads from its environment over its command line, or that would set its key
+_SERVER_ENV = {"HOST", "PORT", "CONFIG_FILE", "API_KEY"}
 
 
 @dataclass(frozen=True)
@@ -42,7 +88,7 @@ class LocalServer:
     model_path: str
     pid: int
     log_path: str
-    api_key: str = "local-no-key"    # llama.cpp's server does not check it; the openai client wants one
+    api_key: str = field(default="", repr=False)   # random per start; the server refuses requests without it
 
 
 def default_model_path() -> Path:
@@ -64,9 +110,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, api_key: str) -> bool:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2) as response:
             return response.status == 200
     except (urllib.error.URLError, ConnectionError, OSError):
         return False
@@ -76,7 +123,8 @@ def _answers(url: str) -> bool:
 def local_server(model_path: str | os.PathLike | None = None, *, alias: str | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, cache: bool = False, flash_attn: bool = True, startup_timeout: float = 180.0,
                  extra_args: Sequence[str] = (), log_path: str | os.PathLike | None = None) -> Iterator[LocalServer]:
-    """Start ``python -m llama_cpp.server`` on 127.0.0.1 and yield where it listens."""
+    """Start llama.cpp's server (``python -m llama_cpp.server`` under a watchdog) on 127.0.0.1
+    and yield where it listens and its API key."""
     try:
         import llama_cpp  # noqa: F401  (only to fail early with a clear message)
     except ImportError:
@@ -91,18 +139,33 @@ def local_server(model_path: str | os.PathLike | None = None, *, alias: str | No
         fd, log_name = tempfile.mkstemp(prefix="socialgym-llama-", suffix=".log")
         os.close(fd)
         log_path = log_name
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", alias,
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
-               "--n_threads", str(threads), "--n_threads_batch", str(threads),
-               "--cache", "true" if cache else "false", "--flash_attn", "true" if flash_attn else "false",
-               "--verbose", "false", *extra_args]
+    server_args = ["--model", str(path), "--model_alias", alias,
+                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+                   "--n_threads", str(threads), "--n_threads_batch", str(threads),
+                   "--cache", "true" if cache else "false", "--flash_attn", "true" if flash_attn else "false",
+                   "--verbose", "false", *extra_args]
+    api_key = secrets.token_urlsafe(24)
+    env = {k: v for k, v in os.environ.items() if k.upper() not in _SERVER_ENV}
+    env["API_KEY"] = api_key
+    deathsig = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
     log = open(log_path, "wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
+    watch_read, watch_write = os.pipe()      # the parent holds the write end until the server stopped
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(watch_read), str(os.getpid()), "1" if deathsig else "0",
+             *server_args],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, pass_fds=(watch_read,),
+            start_new_session=True)
+    except BaseException:
+        os.close(watch_write)
+        log.close()
+        raise
+    finally:
+        os.close(watch_read)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + startup_timeout
-        while not _answers(f"{base_url}/models"):
+        while not _answers(f"{base_url}/models", api_key):
             if process.poll() is not None:
                 raise RuntimeError(f"the llama.cpp server exited with code {process.returncode}:\n"
                                    f"{_tail(log_path)}")
@@ -111,10 +174,13 @@ def local_server(model_path: str | os.PathLike | None = None, *, alias: str | No
                                    f"{_tail(log_path)}")
             time.sleep(0.2)
         yield LocalServer(base_url=base_url, model=alias, model_path=str(path), pid=process.pid,
-                          log_path=str(log_path))
+                          log_path=str(log_path), api_key=api_key)
     finally:
-        _stop(process)
-        log.close()
+        try:
+            _stop(process)
+        finally:
+            os.close(watch_write)            # (the watchdog kills whatever is left of the server)
+            log.close()
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from socialgym.llm.sanitize import unencodable_strings
 from socialgym.platform.actions import TONES
 
 TEXT_MAX = 280
@@ -45,21 +46,30 @@ class Checked:
 
 
 def parse_json(reply: str) -> Any:
-    """The JSON value in a reply; tolerates code fences and prose around one object."""
+    """The JSON value in a reply; tolerates code fences and prose around one object. A value
+    with a string UTF-8 cannot encode (an escaped lone surrogate, ``"\\ud800"``) is invalid too:
+    it would break every file and prompt it reached."""
     if not isinstance(reply, str) or not reply.strip():
         raise ValueError("the reply is empty")
     try:       # strict=False: raw newlines inside strings, which grammar-constrained models emit
-        return json.loads(reply, strict=False)
+        return _encodable_value(json.loads(reply, strict=False))
     except json.JSONDecodeError as err:
         first = err
     text = re.sub(r"```(?:json)?", "", reply)
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
         try:
-            return json.loads(text[start:end + 1], strict=False)
+            return _encodable_value(json.loads(text[start:end + 1], strict=False))
         except json.JSONDecodeError:
             pass
     raise ValueError(f"the reply is not valid JSON ({first.msg} at char {first.pos})")
+
+
+def _encodable_value(value: Any) -> Any:
+    if unencodable_strings(value):
+        raise ValueError("the reply is not valid text: it escapes a lone surrogate (such as \\ud800); "
+                         "write plain characters")
+    return value
 
 
 def _enum(values: Sequence, nullable: bool = False) -> dict:

@@ -3,8 +3,9 @@
 It speaks ``POST /v1/chat/completions`` (and ``GET /v1/models``). By default every reply is a
 random instance of the request's JSON schema (so a run "works" as if the model always obeyed
 the schema); a ``responder`` function can script anything else: malformed JSON, wrong ids,
-HTTP errors, slow replies. It records every request body and the peak number of requests in
-flight at once.
+HTTP errors, slow replies, malformed completions (a whole body of any JSON value, or raw bytes
+that are no JSON at all; odd ``usage`` fields). It records every request body and the peak number
+of requests in flight at once.
 
     with FakeServer(latency=0.2) as server:
         client = LLMClient(server.base_url, model="fake", api_key="test")
@@ -26,15 +27,26 @@ _WORDS = ("great point", "I agree", "interesting", "not sure about this", "thank
           "what do you think", "love this", "good question")
 
 
+_DEFAULT = object()
+
+
 @dataclass
 class FakeReply:
-    """A scripted answer: ``content`` as the assistant message, or an HTTP error."""
+    """A scripted answer: ``content`` as the assistant message, or an HTTP error.
+
+    ``body`` replaces the whole response body with any JSON value (sent with ``status``);
+    ``raw`` sends these bytes (or this text) verbatim instead, JSON or not, with ``content_type``;
+    ``usage`` replaces the completion's ``usage`` (any JSON value; ``None`` sends ``null``)."""
 
     content: str | None = None
     status: int = 200
     error: str = "scripted error"
     delay: float = 0.0
     headers: dict | None = None
+    body: Any = _DEFAULT
+    raw: bytes | str | None = None
+    content_type: str = "application/json"
+    usage: Any = _DEFAULT
 
 
 def schema_of(body: dict) -> dict | None:
@@ -145,12 +157,16 @@ class FakeServer:
                         k, v = line.split(":", 1)
                         headers[k.strip().lower()] = v.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", 0) or 0))
+                content_type = "application/json"
                 if method == "GET":
                     status, payload, extra = 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}, None
                 else:
                     status, payload, extra = await self._post(json.loads(raw or b"{}"), headers)
-                data = json.dumps(payload).encode()
-                out = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "content-type: application/json",
+                if isinstance(payload, _Raw):
+                    data, content_type = payload.data, payload.content_type
+                else:
+                    data = json.dumps(payload).encode()
+                out = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"content-type: {content_type}",
                        f"content-length: {len(data)}"]
                 out += [f"{k}: {v}" for k, v in (extra or {}).items()]
                 writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + data)
@@ -183,6 +199,11 @@ class FakeServer:
         if not isinstance(reply, FakeReply):
             reply = FakeReply(content=reply)
         await asyncio.sleep(self.latency + reply.delay)
+        if reply.raw is not None:
+            data = reply.raw.encode("utf-8", "surrogatepass") if isinstance(reply.raw, str) else bytes(reply.raw)
+            return reply.status, _Raw(data, reply.content_type), reply.headers
+        if reply.body is not _DEFAULT:
+            return reply.status, reply.body, reply.headers
         if reply.status != 200:
             return reply.status, {"error": {"message": reply.error, "type": "scripted"}}, reply.headers
         content = reply.content
@@ -193,6 +214,8 @@ class FakeServer:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(content) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if reply.usage is not _DEFAULT:
+            usage = reply.usage
         return 200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
                      "model": body.get("model", self.model),
                      "choices": [{"index": 0, "finish_reason": "stop",
@@ -200,9 +223,15 @@ class FakeServer:
                      "usage": usage}, reply.headers
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 408: "Request Timeout", 409: "Conflict",
-            422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
-            502: "Bad Gateway", 503: "Service Unavailable"}
+@dataclass
+class _Raw:
+    data: bytes
+    content_type: str
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            408: "Request Timeout", 409: "Conflict", 422: "Unprocessable Entity", 429: "Too Many Requests",
+            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
 
 
 def _serve_forever(latency: float, seed: int, conn) -> None:
