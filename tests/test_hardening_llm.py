@@ -132,7 +132,7 @@ def test_malformed_usage_counts_as_unknown_never_crashes(usage):
         assert isinstance(call.prompt_tokens, int) and isinstance(call.completion_tokens, int)
         expected = {"completion_tokens": 7} if usage == {"prompt_tokens": "lots", "completion_tokens": "7"} else {}
         assert call.completion_tokens == expected.get("completion_tokens", 0)
-        assert call.prompt_tokens == (int(1e300) if usage == {"prompt_tokens": 1e300} else 0)
+        assert call.prompt_tokens == 0          # 1e300 too: no real count, it would overflow SQLite
 
 
 def test_reported_run_with_bad_usage_and_non_json_bodies_falls_back_and_finishes():
@@ -480,3 +480,36 @@ def test_embedded_server_requires_its_own_key(monkeypatch):
                 client.run(client.chat(MSG, max_tokens=4))
         with LLMClient(server.base_url, server.model, api_key=server.api_key) as client:
             assert isinstance(client.run(client.chat(MSG, max_tokens=4)), str)
+
+
+# ------------------------------------------------------------------ found by the reliability probe
+def test_absurd_token_counts_and_deep_nesting_do_not_crash(tmp_path):
+    """Probe: usage.prompt_tokens = 10**30 crashed the cache (SQLite INTEGER overflow); a reply of
+    100,000 '[' raised RecursionError from the JSON parser."""
+    from socialgym.llm.cache import ResponseCache
+    from socialgym.llm.schemas import parse_json
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.put("k", "hello", 10**30, 5) is True
+    assert cache.get("k") == ("hello", 0, 5)
+    with pytest.raises(ValueError, match="nests arrays or objects too deeply"):
+        parse_json("[" * 100_000)
+    with pytest.raises(ValueError):
+        parse_json("{" + '"a":' * 50_000 + "1}")
+
+
+def test_a_damaged_cache_row_is_a_miss(tmp_path):
+    """Probe: a cache whose reply column held a blob crashed the resumed run (bytes not JSON)."""
+    import sqlite3
+
+    from socialgym.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("k", "hello", 1, 1)
+    cache.close()
+    db = sqlite3.connect(tmp_path / "c.sqlite")
+    db.execute("UPDATE responses SET reply = ?", (b"\x00\xff",))
+    db.commit()
+    db.close()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.get("k") is None and cache.misses == 1 and cache.hits == 0

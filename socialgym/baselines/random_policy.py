@@ -8,6 +8,8 @@ import numpy as np
 
 from socialgym.platform.actions import TONES
 
+NEW_TOPICS = 4   # how many new topics the structured policy picks from when the vocabulary is empty
+
 
 class RandomPolicy:
     """Valid random behaviour in both phases.
@@ -73,7 +75,7 @@ class RandomPolicy:
         choices = ["POST"] if obs["round"] == 1 else ["POST", "DM", "NOT"] + (["COM"] if feed else [])
         kind = choices[int(rng.integers(len(choices)))]
         if kind == "POST":
-            return {"type": "POST", "topic": topics[int(rng.integers(len(topics)))],
+            return {"type": "POST", "topic": self._topic(topics),
                     "mentions": self._mentions(peers), "tone": tone}
         if kind == "COM":
             target = feed[int(rng.integers(len(feed)))]
@@ -83,8 +85,15 @@ class RandomPolicy:
                 dm = dms[int(rng.integers(len(dms)))]
                 return {"type": "DM", "recipient": dm["author"], "target_id": dm["id"], "tone": tone}
             return {"type": "DM", "recipient": peers[int(rng.integers(len(peers)))],
-                    "topic": topics[int(rng.integers(len(topics)))], "tone": tone}
+                    "topic": self._topic(topics), "tone": tone}
         return {"type": "NOT"}
+
+    def _topic(self, topics) -> str:
+        """A random topic of the vocabulary; with an empty one (SPEC §2: the configured list may
+        be empty) a new topic ``new_topic_0`` .. ``new_topic_3``, as any agent may introduce."""
+        if len(topics):
+            return topics[int(self.rng.integers(len(topics)))]
+        return f"new_topic_{int(self.rng.integers(NEW_TOPICS))}"
 
     def _mentions(self, peers) -> list[str]:
         if len(peers) and self.rng.random() < self.mention_prob:

@@ -52,6 +52,9 @@ class ResponseCache:
             if row is None:
                 self.misses += 1
                 return None
+            if not isinstance(row[0], str) or not encodable(row[0]):   # a damaged or edited cache file
+                self.misses += 1
+                return None
             self.hits += 1
             return row[0], _count(row[1]), _count(row[2])
 
@@ -78,6 +81,7 @@ class ResponseCache:
 
 def _count(value: Any) -> int:
     try:
-        return max(0, int(value or 0))
+        count = max(0, int(value or 0))
     except (TypeError, ValueError, OverflowError):
         return 0
+    return count if count < 2**63 else 0        # SQLite's INTEGER; no real reply is near it

@@ -549,8 +549,8 @@ def _tokens(usage: Any, field: str) -> int:
             return 0
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        return 0
+    if value != value or value in (float("inf"), float("-inf")) or value < 0 or value >= 2**53:
+        return 0                  # >= 2**53: no real count; it would overflow SQLite and float sums
     return int(value)
 
 

@@ -55,12 +55,14 @@ def parse_json(reply: str) -> Any:
         return _encodable_value(json.loads(reply, strict=False))
     except json.JSONDecodeError as err:
         first = err
+    except RecursionError:      # "[[[[..." nested past the interpreter's limit
+        raise ValueError("the reply nests arrays or objects too deeply") from None
     text = re.sub(r"```(?:json)?", "", reply)
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
         try:
             return _encodable_value(json.loads(text[start:end + 1], strict=False))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
     raise ValueError(f"the reply is not valid JSON ({first.msg} at char {first.pos})")
 

@@ -8,9 +8,11 @@ from socialgym.platform.actions import (
     ACTION_TYPES, COM, DM, NOT, POST, TONES, TONE_SENTIMENT, RoundBatch,
 )
 from socialgym.platform.content import ContentStore
-from socialgym.platform.topics import TopicVocabulary
+from socialgym.platform.topics import MAX_TOPIC_CHARS, TopicVocabulary, topic_problem
+from socialgym.platform.validation import NotResetError, check_seed, utf8_problem
 
 __all__ = [
     "ACTION_TYPES", "POST", "COM", "DM", "NOT", "TONES", "TONE_SENTIMENT",
-    "RoundBatch", "ContentStore", "TopicVocabulary",
+    "RoundBatch", "ContentStore", "TopicVocabulary", "MAX_TOPIC_CHARS", "topic_problem",
+    "NotResetError", "check_seed", "utf8_problem",
 ]

@@ -96,6 +96,29 @@ class ContentStore:
             voted, counts = np.unique(items[sign], return_counts=True)
             self._cols[column][voted] += counts.astype(np.int32, copy=False)
 
+    # ---- step rollback ----------------------------------------------------------------------
+    def checkpoint(self, votes_from: int | None = None) -> tuple:
+        """A cheap mark to :meth:`rollback` to: the size (the store is append-only) and a copy of
+        the like/dislike counters of rows ``votes_from ..`` (the only rows whose votes may change
+        before the rollback; None = no existing row). O(rows from ``votes_from``), not O(store)."""
+        size = self._size
+        lo = size if votes_from is None else min(max(int(votes_from), 0), size)
+        return (size, len(self.texts), len(self._mention_item), self._mention_cache, self._mention_keys,
+                lo, self._cols["likes"][lo:size].copy(), self._cols["dislikes"][lo:size].copy())
+
+    def rollback(self, mark: tuple) -> None:
+        """Undo every append and vote since :meth:`checkpoint` returned ``mark``."""
+        size, n_texts, n_chunks, cache, keys, lo, likes, dislikes = mark
+        for name, (_, fill) in _COLUMNS.items():
+            self._cols[name][size:self._size] = fill       # rows past the size keep fill values
+        self._size = size
+        del self.texts[n_texts:]
+        del self._mention_item[n_chunks:]
+        del self._mention_agent[n_chunks:]
+        self._mention_cache, self._mention_keys = cache, keys
+        self._cols["likes"][lo:size] = likes
+        self._cols["dislikes"][lo:size] = dislikes
+
     def mentions_of(self, content_id: int) -> list[int]:
         """Agent indices mentioned by one item (for the structured observation)."""
         items, agents = self._mentions()

@@ -1,8 +1,41 @@
-"""The topic vocabulary: configured topics plus every new topic introduced so far (SPEC §2)."""
+"""The topic vocabulary: configured topics plus every new topic introduced so far (SPEC §2).
+
+Topics are short labels, not text: a topic string must be non-empty once normalised (stripped,
+lower-cased), at most :data:`MAX_TOPIC_CHARS` characters long, free of control characters
+(C0, DEL, C1: NUL, newlines, tabs, escape sequences ...) and encodable as UTF-8 (no lone
+surrogates). :func:`topic_problem` says what is wrong with one; the environment's action
+validation turns that into an invalid action (SPEC §6), and the vocabulary refuses it.
+
+An integer topic is an index into the vocabulary — the same meaning as the ``topic`` field of
+the numeric action encoding: valid when ``0 <= index < len(vocabulary)`` (bools are not
+indices).
+"""
 
 from __future__ import annotations
 
+import re
+
 from socialgym.config import normalise_topic
+from socialgym.platform.validation import utf8_problem
+
+MAX_TOPIC_CHARS = 64
+"""Longest topic label accepted, in characters of the normalised (stripped, lower-cased) form.
+Longer strings are free text, not a topic: the action is invalid (SPEC §6)."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def topic_problem(topic: str) -> str | None:
+    """Why the topic string ``topic`` is not acceptable, or None when it is."""
+    key = normalise_topic(topic)
+    if not key:
+        return "topic must be a non-empty string"
+    if len(key) > MAX_TOPIC_CHARS:
+        return f"topic has {len(key)} characters, more than MAX_TOPIC_CHARS={MAX_TOPIC_CHARS}"
+    bad = _CONTROL.search(key)
+    if bad:
+        return f"topic contains the control character {bad.group()!r} at position {bad.start()}"
+    return utf8_problem(key)
 
 
 class TopicVocabulary:
@@ -18,6 +51,9 @@ class TopicVocabulary:
         key = normalise_topic(topic)
         idx = self._index.get(key)
         if idx is None:
+            problem = topic_problem(key)
+            if problem:
+                raise ValueError(f"{problem}: {topic[:MAX_TOPIC_CHARS + 16]!r}")
             idx = len(self._names)
             self._names.append(key)
             self._index[key] = idx
@@ -36,9 +72,20 @@ class TopicVocabulary:
     def __len__(self) -> int:
         return len(self._names)
 
+    def truncate(self, size: int) -> None:
+        """Forget every topic added after the vocabulary had ``size`` entries (step rollback)."""
+        for key in self._names[size:]:
+            del self._index[key]
+        del self._names[size:]
+
     def state_dict(self) -> list[str]:
         return list(self._names)
 
     @classmethod
     def from_state(cls, names: list[str]) -> "TopicVocabulary":
-        return cls(tuple(names))
+        vocab = cls()
+        for key in names:            # restored as saved, without re-validating old checkpoints
+            if key not in vocab._index:
+                vocab._index[key] = len(vocab._names)
+                vocab._names.append(key)
+        return vocab

@@ -15,6 +15,7 @@ rewards are 0 and ``score_discussion`` computes them after annotating the finish
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import string
@@ -30,6 +31,7 @@ from socialgym.discussion.rewards import RewardTracker
 from socialgym.discussion.turn_taking import make_turn_taker
 from socialgym.platform.actions import COM, POST, RoundBatch
 from socialgym.platform.content import ContentStore
+from socialgym.platform.validation import NotResetError, check_seed, utf8_problem
 
 _MENTION = re.compile(r"@([A-Za-z0-9_\-]+)")
 SELF_FEATURES = ("progress", "is_moderator", "warnings", "active_users", "live_annotation",
@@ -100,7 +102,15 @@ class DiscussionEnv(AECEnv):
         return self.action_spaces[agent]
 
     # ------------------------------------------------------------------ episode
+    def _require_state(self, what: str) -> None:
+        """NotResetError (a RuntimeError) when ``what`` needs the state ``reset()`` creates."""
+        if "store" not in vars(self):
+            raise NotResetError(self, what)
+
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start a discussion. ``seed``: None (keep the RNG stream) or an integer >= 0
+        (TypeError / ValueError naming ``seed`` otherwise)."""
+        seed = check_seed(seed, "seed")
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         c = self.config
@@ -128,6 +138,37 @@ class DiscussionEnv(AECEnv):
         self._set_view()
 
     def step(self, action: Any) -> None:
+        """One turn. Atomic: if anything raises (a strict invalid action, the annotator, the
+        turn-taking function) the environment is left exactly as it was, so the turn can be
+        retried."""
+        self._require_state("step")
+        snapshot = self._snapshot()
+        try:
+            self._step(action)
+        except BaseException:
+            self._restore(snapshot)
+            raise
+
+    # Everything a turn may change. The discussion is LLM-sized (a few users, hundreds of turns),
+    # so plain copies of the per-turn containers cost nothing next to one model call.
+    _SCALARS = ("turn", "user_turns", "agent_selection", "_skip_agent_selection")
+    _CONTAINERS = ("agents", "history", "active", "warnings", "banned", "turn_log", "comment_ids", "_annotation",
+                   "_turn_of", "rewards", "_cumulative_rewards", "terminations", "truncations", "infos")
+
+    def _snapshot(self) -> tuple:
+        state = {k: getattr(self, k) for k in self._SCALARS}
+        state.update({k: copy.copy(getattr(self, k)) for k in self._CONTAINERS})
+        state["infos"] = {a: dict(info) for a, info in self.infos.items()}
+        return (state, self.store.checkpoint(), copy.deepcopy(self.tracker), self.rng.bit_generator.state)
+
+    def _restore(self, snapshot: tuple) -> None:
+        state, mark, tracker, rng_state = snapshot
+        self.__dict__.update(state)
+        self.store.rollback(mark)
+        self.tracker = tracker
+        self.rng.bit_generator.state = rng_state
+
+    def _step(self, action: Any) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -234,6 +275,10 @@ class DiscussionEnv(AECEnv):
         if not isinstance(text, str):
             self._fail(agent, "text", f"must be a string, got {type(text).__name__}", invalid)
             return ""
+        problem = utf8_problem(text)
+        if problem:
+            self._fail(agent, "text", f"{problem} (lenient: the turn is a pass)", invalid)
+            return ""
         limit = self.config.comment_chars
         if len(text) > limit:
             self._fail(agent, "text", f"{len(text)} characters, more than comment_chars={limit} "
@@ -268,7 +313,8 @@ class DiscussionEnv(AECEnv):
                                         f"got {type(action).__name__}", invalid)
             return "", []
         text = self._text(agent, text, invalid)
-        return text, (self._mentions(agent, text, explicit, invalid) if text else [])
+        mentions = self._mentions(agent, text, explicit, invalid)   # checked even for a pass
+        return text, (mentions if text else [])
 
     def _targets(self, field: str, value: Any, invalid: list[str]) -> list[str]:
         """warn/ban targets: None or 0 (nobody), a user index + 1 (the Discrete encoding), a
@@ -307,7 +353,8 @@ class DiscussionEnv(AECEnv):
             self._fail(MODERATOR, "action", f"unknown key(s) {unknown}; the moderator's keys are "
                                             "text, mentions, warn, ban", invalid)
         text = self._text(MODERATOR, action.get("text", ""), invalid)
-        mentions = self._mentions(MODERATOR, text, action.get("mentions"), invalid) if text else []
+        mentions = self._mentions(MODERATOR, text, action.get("mentions"), invalid)   # checked even when silent
+        mentions = mentions if text else []
         ban = self._targets("ban", action.get("ban"), invalid)
         warn = [u for u in self._targets("warn", action.get("warn"), invalid) if u not in ban]
         return text, mentions, warn, ban
@@ -341,6 +388,7 @@ class DiscussionEnv(AECEnv):
 
     def request(self, cid: int) -> AnnotationRequest:
         """What an annotator reads for comment ``cid``: it and the h comments before it."""
+        self._require_state("request")
         pos = self.comment_ids.index(cid)
         authors, texts = self.store.column("author"), self.store.texts
         name = self.usernames[self.possible_agents[int(authors[cid])]]
@@ -374,6 +422,7 @@ class DiscussionEnv(AECEnv):
         return self.comment_ids[::-1][: self.config.context_length]
 
     def observe(self, agent: str) -> dict:
+        self._require_state("observe")
         c = self.config
         me = self.possible_agents.index(agent)
         obs = np.zeros(len(self.feature_names), np.float32)
@@ -400,6 +449,7 @@ class DiscussionEnv(AECEnv):
 
     def context(self, agent: str | None = None) -> str:
         """The text a speaker reads: the opening post and the last h comments (eq. 2)."""
+        self._require_state("context")
         authors, texts = self.store.column("author"), self.store.texts
         lines = [f"Post: {self.config.topic}"]
         for cid in reversed(self._slots(agent)):
@@ -408,6 +458,7 @@ class DiscussionEnv(AECEnv):
 
     def view(self, agent: str) -> dict:
         """The structured form of what ``agent`` sees now (policies read ``infos[agent]["view"]``)."""
+        self._require_state("view")
         authors, texts = self.store.column("author"), self.store.texts
         comments = []
         for cid in reversed(self._slots(agent)):
@@ -437,11 +488,17 @@ class DiscussionEnv(AECEnv):
                 self.infos[agent]["action_mask"] = {"text": None, "warn": mask, "ban": mask.copy()}
 
     # ------------------------------------------------------------------ results
+    def last(self, observe: bool = True):
+        self._require_state("last")
+        return super().last(observe)
+
     def annotation(self, cid: int):
+        self._require_state("annotation")
         return self._annotation.get(cid)
 
     def set_annotations(self, annotations: dict) -> None:
         """Attach annotations made after the episode (``{content id: Annotation}``)."""
+        self._require_state("set_annotations")
         for cid, a in annotations.items():
             if cid not in self._turn_of:
                 raise KeyError(f"content id {cid} is not a comment of this discussion")
@@ -450,6 +507,7 @@ class DiscussionEnv(AECEnv):
                                                      argument_quality=a.mean_argument_quality)
 
     def transcript(self) -> str:
+        self._require_state("transcript")
         return "\n".join(self._render_turn(r) for r in self.turn_log)
 
     def _render_turn(self, r: dict) -> str:
@@ -462,6 +520,7 @@ class DiscussionEnv(AECEnv):
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
+        self._require_state("render")
         text = f"Post: {self.config.topic}\n" + self.transcript()
         if self.render_mode == "ansi":
             return text

@@ -8,6 +8,7 @@ next round's feeds (SPEC §5).
 
 from __future__ import annotations
 
+import copy
 import gc
 from collections import deque
 from collections.abc import Sequence
@@ -30,7 +31,8 @@ from socialgym.envs.feed.parsing import (
 from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, TONE_SENTIMENT, RoundBatch
 from socialgym.platform.content import ContentStore
-from socialgym.platform.topics import TopicVocabulary
+from socialgym.platform.topics import TopicVocabulary, topic_problem
+from socialgym.platform.validation import NotResetError, check_seed
 from socialgym.recommenders import EMPTY, FeedRequest, Reranker, apply_reranking, make_recommender
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
@@ -38,6 +40,10 @@ from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_in
 
 PHASES = ("act", "vote")
 _MISSING = object()
+# Attributes a step rebinds (never writes in place), restored by reference when a step fails.
+_STEP_ATTRS = ("round", "phase", "agents", "_feed", "_vote_items", "_inbox", "_inbox_ids", "_inbox_ptr",
+               "_prev_dm_sender", "_prev_dm_recipient", "_last", "_pending", "_feature_cache",
+               "last_round", "_seen_feed", "_seen_any")
 
 
 class Peers(Sequence):
@@ -95,6 +101,11 @@ class FeedEnv(ParallelEnv):
         self.render_mode = render_mode
         self.config = FeedConfig.from_kwargs(**config)
         cfg = self.config
+        check_seed(cfg.seed, "seed")
+        for i, topic in enumerate(cfg.topics):
+            problem = topic_problem(topic)
+            if problem:
+                raise ValueError(f"topics[{i}]: {problem}")
         self.possible_agents = list(cfg.agent_ids)
         self.agents_all = tuple(cfg.agent_ids)
         self._agent_index = {a: i for i, a in enumerate(self.agents_all)}
@@ -114,6 +125,12 @@ class FeedEnv(ParallelEnv):
         self.last_round: RoundRecord | None = None
         self.round = 0
         self.phase = "act"
+        self._has_state = False
+
+    def _require_state(self, what: str) -> None:
+        """NotResetError (a RuntimeError) when ``what`` needs the state ``reset()`` creates."""
+        if not getattr(self, "_has_state", "content" in vars(self)):
+            raise NotResetError(self, what)
 
     # ---------------------------------------------------------------- spaces (cached per agent)
     def action_space(self, agent: str) -> spaces.Space:
@@ -171,7 +188,10 @@ class FeedEnv(ParallelEnv):
 
     # ---------------------------------------------------------------- episode
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Start an episode. ``seed``: None (keep the RNG stream; the config's ``seed`` on the
+        first reset) or an integer >= 0 (TypeError / ValueError naming ``seed`` otherwise)."""
         cfg = self.config
+        seed = check_seed(seed, "seed")
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         elif self.rng is None:
@@ -203,11 +223,18 @@ class FeedEnv(ParallelEnv):
         self._buffers = BufferPool()
         self.last_round = None
         self.agents = list(self.possible_agents)
+        self._has_state = True
         return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
 
     def step(self, actions: dict):
+        """One phase of the round (SPEC §1). Atomic: if anything raises during the step — an
+        invalid action in strict mode, the recommender, the tie scorer, the sentiment scorer, a
+        reward hook, building the observations — the environment is left exactly as it was
+        before the call (content, ids, topics, ties, RNG state, round, phase, recommender state
+        via its ``state_dict``/``load_state_dict``), so the step can be retried."""
+        self._require_state("step")
         if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was never called); call reset()")
+            raise RuntimeError("the episode is over; call reset()")
         if not isinstance(actions, dict):
             raise TypeError(f"step() takes a dict agent id -> action, got {type(actions).__name__}")
         unknown = [a for a in actions if a not in self._agent_index]
@@ -215,12 +242,16 @@ class FeedEnv(ParallelEnv):
             raise ValueError(f"actions given for unknown agent(s) {unknown[:5]}")
         # The step allocates O(n) small containers (observations, infos) and no reference
         # cycles; pausing the cyclic GC avoids its repeated full scans at 100k agents.
+        snapshot = self._snapshot()
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
             if self.phase == "act":
                 return self._act_step(actions)
             return self._vote_step(actions)
+        except BaseException:
+            self._restore(snapshot)
+            raise
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -236,15 +267,18 @@ class FeedEnv(ParallelEnv):
         a list of per-agent mask tuples shared between agents with equal masks); ``rewards`` an
         (n,) array; ``terminated``/``truncated`` bools for the whole population; ``info`` with
         ``reward_components`` (n, 5) after a vote step and ``invalid`` {agent id: records}.
+        Atomic like :meth:`step`.
         """
+        self._require_state("step_arrays")
         if not self.agents:
-            raise RuntimeError("the episode is over (or reset() was never called); call reset()")
+            raise RuntimeError("the episode is over; call reset()")
         matrix = np.asarray(actions)
         shape = (self.config.n_agents, self.layout.length)
         if matrix.shape != shape or matrix.dtype.kind not in "iu":
             raise ValueError(f"step_arrays takes an integer matrix of shape {shape}, "
                              f"got {matrix.dtype} {matrix.shape}")
         everyone = np.arange(self.config.n_agents)
+        snapshot = self._snapshot()
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
@@ -269,9 +303,61 @@ class FeedEnv(ParallelEnv):
             if done:
                 self.agents = []
             return obs, rewards, False, done, info
+        except BaseException:
+            self._restore(snapshot)
+            raise
         finally:
             if gc_was_enabled:
                 gc.enable()
+
+    # ---------------------------------------------------------------- step atomicity
+    def _snapshot(self) -> tuple:
+        """What :meth:`_restore` needs to undo a step, taken before it: references to the
+        attributes a step rebinds (arrays are never written in place once published), the
+        content store's size and this round's vote counters, the vocabulary size, the tie
+        tables' arrays, the RNG state and a deep copy of the recommender's ``state_dict`` (a
+        recommender without ``state_dict``/``load_state_dict``, or whose state cannot be copied,
+        keeps whatever it changed). O(this round's items), not O(episode), apart from the
+        recommender's state (empty for chronological and random)."""
+        pending = self._pending
+        votes_from, pending_state = None, None
+        if pending is not None:
+            batch, _, invalid = pending
+            if len(batch.content_id):
+                votes_from = int(batch.content_id[0])
+            pending_state = (dict(vars(batch)), {k: list(v) for k, v in invalid.items()})
+        rec = self.recommender
+        rec_state = None
+        if callable(getattr(rec, "state_dict", None)) and callable(getattr(rec, "load_state_dict", None)):
+            try:
+                rec_state = copy.deepcopy(rec.state_dict())
+            except Exception:            # noqa: BLE001 - a state that cannot be copied is not rolled back
+                rec_state = None
+        w, e = self.ties.weights, self.ties.likes_ema
+        return ({k: self.__dict__[k] for k in _STEP_ATTRS}, self.rng.bit_generator.state,
+                self.content.checkpoint(votes_from), len(self.vocab),
+                (w, w.keys, w.values, e, e.keys, e.values),      # PairTable.replace rebinds its arrays
+                tuple(self._shown_history), pending_state, rec_state)
+
+    def _restore(self, snapshot: tuple) -> None:
+        attrs, rng_state, content_mark, n_topics, ties, shown, pending_state, rec_state = snapshot
+        self.__dict__.update(attrs)
+        self.rng.bit_generator.state = rng_state
+        self.content.rollback(content_mark)
+        self.vocab.truncate(n_topics)
+        w, wk, wv, e, ek, ev = ties
+        self.ties.weights, self.ties.likes_ema = w, e
+        w.keys, w.values, e.keys, e.values = wk, wv, ek, ev
+        self._shown_history.clear()
+        self._shown_history.extend(shown)
+        if pending_state is not None:
+            batch, _, invalid = self._pending
+            vars(batch).clear()
+            vars(batch).update(pending_state[0])
+            invalid.clear()
+            invalid.update(pending_state[1])
+        if rec_state is not None:
+            self.recommender.load_state_dict(rec_state)
 
     def _invalid_handler(self, invalid: dict, phase: str):
         strict = self.config.invalid_actions == "strict"
@@ -498,6 +584,9 @@ class FeedEnv(ParallelEnv):
             self._seen_any = np.hstack([self._seen_any, pad])
 
     def _remember_topics(self, batch: RoundBatch) -> None:
+        # copy on write: a failing step restores the previous arrays by reference
+        self._seen_feed = self._seen_feed.copy()
+        self._seen_any = self._seen_any.copy()
         rows, cols = np.nonzero(batch.feed_topics >= 0)
         feed_topic = batch.feed_topics[rows, cols]
         self._seen_feed[rows, feed_topic] = True
@@ -689,6 +778,7 @@ class FeedEnv(ParallelEnv):
         ``id``, ``target_id``, ``topic``, ``sentiment`` s(a), ``text``) and every non-zero vote (``kind``
         VOTE, ``sender`` = voter, ``recipient`` = author, ``id`` = item, ``value``). For text-based
         tie scorers and logs; a Python loop, so meant for LLM-sized populations."""
+        self._require_state("round_transcript")
         if self.phase == "vote" and self._pending is not None:
             batch, texts = self._pending[0], self._pending[1]
         elif self.last_round is not None:
@@ -721,6 +811,7 @@ class FeedEnv(ParallelEnv):
     # ---------------------------------------------------------------- public accessors
     def tie_matrix(self) -> sp.csr_matrix:
         """Current W as scipy.sparse CSR (n x n); ``W[v, u]`` = tie from v to u."""
+        self._require_state("tie_matrix")
         return self.ties.matrix()
 
     def _round_extras(self) -> dict:
@@ -737,6 +828,8 @@ class FeedEnv(ParallelEnv):
 
         For interventions on the graph, e.g. recagent's Soc-Strategy applied mid-run.
         """
+        if "ties" not in vars(self):       # reset() calls this while it builds the state
+            raise NotResetError(self, "add_ties")
         n = self.config.n_agents
         src, dst = np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64))
         weight = np.broadcast_to(np.asarray(weight, np.float64), src.shape)
@@ -756,6 +849,7 @@ class FeedEnv(ParallelEnv):
         share, author exposure Gini and, with groups (default ``agent_groups``, else the main
         ``agent_interests``), per-group cocoon shares and cross-cutting exposure."""
         from socialgym.metrics import exposure_metrics
+        self._require_state("exposure_metrics")
         topics, authors = self._shown_window()
         groups = self._groups() if groups is None else groups
         threshold = self.config.cocoon_threshold if threshold is None else threshold
@@ -766,6 +860,7 @@ class FeedEnv(ParallelEnv):
         """Per-agent topic entropy (nats) of its act-phase feeds over the exposure window;
         NaN for an agent shown nothing."""
         from socialgym.metrics import topic_counts, topic_entropy
+        self._require_state("topic_entropy")
         topics, _ = self._shown_window()
         return topic_entropy(topic_counts(topics, max(len(self.vocab), 1)))
 
@@ -795,11 +890,13 @@ class FeedEnv(ParallelEnv):
 
     def network_metrics(self, threshold: float = 0.1, groups=None) -> dict:
         from socialgym.metrics import network_metrics
+        self._require_state("network_metrics")
         return network_metrics(self.tie_matrix(), threshold=threshold, groups=groups)
 
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
+        self._require_state("render")
         W = self.tie_matrix()
         lines = [f"round {self.round} ({self.phase} phase next), {len(self.content)} items, "
                  f"{W.nnz} directed ties, mean tie {W.data.mean() if W.nnz else 0.0:.3f}"]

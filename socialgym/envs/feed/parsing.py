@@ -18,6 +18,8 @@ import numpy as np
 from socialgym.config import normalise_topic
 from socialgym.envs.feed.encoding import FIELDS, ActionLayout
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONE_SENTIMENT, TONES
+from socialgym.platform.topics import topic_problem
+from socialgym.platform.validation import utf8_problem
 
 _ACTION_KEYS = {
     POST: {"type", "topic", "text", "mentions", "tone"},
@@ -113,10 +115,11 @@ class ActParser:
         kind = ACTION_TYPES.index(kind_name.strip().upper())
         unknown = set(action) - _ALL_KEYS
         if unknown:
-            raise InvalidAction(slot, sorted(unknown)[0], f"unknown key(s) {sorted(unknown)}")
-        stray = [k for k in set(action) - _ACTION_KEYS[kind] if not _is_empty(action[k])]
+            names = sorted(unknown, key=repr)       # keys of any type (an int beside a str must not crash)
+            raise InvalidAction(slot, str(names[0])[:40], f"unknown key(s) {[str(k)[:40] for k in names[:5]]}")
+        stray = sorted((k for k in set(action) - _ACTION_KEYS[kind] if not _is_empty(action[k])), key=repr)
         if stray:
-            raise InvalidAction(slot, sorted(stray)[0], f"{ACTION_TYPES[kind]} takes no {sorted(stray)}")
+            raise InvalidAction(slot, stray[0], f"{ACTION_TYPES[kind]} takes no {stray}")
         if self.first_round and kind != POST:
             raise InvalidAction(slot, "type", f"round 1 allows only POST (nothing exists yet), got {ACTION_TYPES[kind]}")
         if kind == NOT:
@@ -127,6 +130,9 @@ class ActParser:
             raise InvalidAction(slot, "text", f"text must be a string, got {_short(text)}")
         if text is not None and len(text) > self.max_text:
             raise InvalidAction(slot, "text", f"text has {len(text)} characters, more than max_text_chars={self.max_text}")
+        problem = utf8_problem(text) if text else None
+        if problem:
+            raise InvalidAction(slot, "text", f"text is {problem}")
         tone = action.get("tone")
         if tone is None:
             tone_idx = TONES.index("neutral")
@@ -135,7 +141,7 @@ class ActParser:
         else:
             raise InvalidAction(slot, "tone", f"tone must be one of {list(TONES)}, got {_short(tone)}")
 
-        target_id, recipient, topic = -1, -1, action.get("topic")
+        target_id, recipient, inherited = -1, -1, None
         if kind == COM:
             target_id = self._content_id(slot, action.get("target_id"), "target_id", required=True)
             feed = env._feed[agent]
@@ -144,8 +150,7 @@ class ActParser:
                                     f"{target_id} is not a public item in this agent's feed "
                                     f"(feed ids: {feed[feed >= 0].tolist()})")
             recipient = int(env.content.column("author")[target_id])
-            if topic is None:
-                topic = int(env.content.column("topic")[target_id])
+            inherited = int(env.content.column("topic")[target_id])
         elif kind == DM:
             recipient = self._agent(slot, action.get("recipient"), "recipient")
             if recipient == agent:
@@ -159,9 +164,10 @@ class ActParser:
                     raise InvalidAction(slot, "target_id",
                                         f"DM {target_id} was sent by {env.agents_all[col.column('author')[target_id]]}, "
                                         f"so a reply to it must go to them, not {env.agents_all[recipient]}")
-                if topic is None:
-                    topic = int(col.column("topic")[target_id])
-        topic = self._topic(slot, topic)
+                inherited = int(col.column("topic")[target_id])
+        topic = action.get("topic")
+        # a COM (and a DM reply) without a topic takes its target's (SPEC §1); a given one is checked
+        topic = inherited if topic is None and inherited is not None else self._topic(slot, topic)
 
         mentions: list[int] = []
         raw_mentions = action.get("mentions") if kind != DM else None
@@ -201,11 +207,23 @@ class ActParser:
         return idx
 
     def _topic(self, slot: int, topic: Any) -> int | str:
-        if isinstance(topic, (int, np.integer)) and not isinstance(topic, bool):
-            return int(topic)  # inherited from a target item
-        if not isinstance(topic, str) or not normalise_topic(topic):
-            raise InvalidAction(slot, "topic", f"topic must be a non-empty string, got {_short(topic)}")
-        known = self.env.vocab.get(topic)
+        """A topic given by the agent: a vocabulary index (as in the numeric encoding: an integer,
+        not a bool, in ``0 .. len(vocabulary) - 1`` as it stands before this step) or a topic
+        string (``socialgym.platform.topics.topic_problem``); returns the index of a known topic
+        or the normalised new string."""
+        vocab = self.env.vocab
+        if isinstance(topic, (int, np.integer)) and not isinstance(topic, (bool, np.bool_)):
+            if not 0 <= topic < len(vocab):
+                known = f"indices 0 .. {len(vocab) - 1}" if len(vocab) else "the vocabulary is empty"
+                raise InvalidAction(slot, "topic", f"topic index {int(topic)} is not in the vocabulary ({known})")
+            return int(topic)
+        if not isinstance(topic, str):
+            raise InvalidAction(slot, "topic", f"topic must be a non-empty string or a vocabulary index, "
+                                               f"got {_short(topic)}")
+        problem = topic_problem(topic)
+        if problem:
+            raise InvalidAction(slot, "topic", problem)
+        known = vocab.get(topic)
         return known if known is not None else normalise_topic(topic)
 
     # ---- numeric ----------------------------------------------------------------------------
@@ -362,7 +380,11 @@ def _numeric_shape_error(arr: np.ndarray, lay: ActionLayout) -> str | None:
 
 def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int]:
     """Structured vote payload -> {content id: +1/-1} for the agent's vote items (numeric
-    vote vectors are decoded for all agents at once by the environment)."""
+    vote vectors are decoded for all agents at once by the environment).
+
+    Keys are ids or their decimal strings (JSON), so several keys may name one item (``17``,
+    ``"17"``, ``" 17"``): if they give the same value they count as one vote; if they differ the
+    item gets no vote and each conflicting key is an invalid vote (field ``votes[17]``)."""
     items = env._vote_items[agent]
     allowed = {int(i) for i in items if i >= 0}
     if not isinstance(payload, Mapping) or "votes" not in payload:
@@ -379,6 +401,7 @@ def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int
         on_invalid(InvalidAction(None, "votes", f"'votes' must be a dict id -> +1/-1/0, got {_short(raw)}"))
         return {}
     votes: dict[int, int] = {}
+    given: dict[int, tuple] = {}      # item -> (first key naming it, its value); value None: conflict
     for key, value in raw.items():
         try:
             item = _vote_key(key)
@@ -389,6 +412,18 @@ def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int
                     or (isinstance(value, (float, np.floating)) and not math.isfinite(value)) \
                     or value not in (-1, 0, 1):
                 raise InvalidAction(None, f"votes[{key!r}]", f"vote value must be +1, -1 or 0, got {_short(value)}")
+            if item in given:
+                # several keys name one item (17 and "17", or "17" and " 17"): equal values count
+                # once; different ones are invalid and the item gets no vote at all
+                first_key, first_value = given[item]
+                if first_value is not None and first_value == value:
+                    continue
+                given[item] = (first_key, None)
+                votes.pop(item, None)
+                raise InvalidAction(None, f"votes[{item}]",
+                                    f"conflicting votes on item {item}: keys {first_key!r} and {key!r} give "
+                                    f"different values; no vote is counted on {item}")
+            given[item] = (key, value)
         except InvalidAction as err:
             on_invalid(err)
             continue
