@@ -24,6 +24,25 @@ DEFAULT_EVIDENCE_WEIGHTS: Mapping[str, float] = {
 OBS_FORMATS = ("structured", "numeric", "both")
 INVALID_MODES = ("strict", "lenient")
 
+# Upper limits of the sizes (docs/experiments.md, "Limits"). They are generous for research —
+# the environment is vectorised and was run with 100,000 agents — and exist to stop a typo such
+# as ``n_agents: 10**12`` with a one-line error before any array is allocated, instead of a
+# MemoryError (or a run that never ends) later.
+MAX_AGENTS = 100_000
+"""``n_agents``: the tie store is sparse; per-agent arrays are (n_agents x feed/topics)."""
+MAX_ROUNDS = 100_000
+"""``max_rounds`` and ``exposure_window``."""
+MAX_ACTIONS = 100
+"""``n_actions``: action slots per agent per round."""
+MAX_FEED_SIZE = 1_000
+"""``feed_size``, ``vote_feed_size`` and ``dm_inbox_size``: list lengths per agent and round."""
+MAX_TOPICS = 1_000
+"""``max_topics`` (the numeric topic dimension) and the length of the ``topics`` list."""
+MAX_TOPIC_CHARS = 64
+"""Longest topic name in ``topics`` (normalised; the platform's own limit for topics agents add)."""
+MAX_TEXT_CHARS = 1_000_000
+"""Upper bound of ``max_text_chars`` (the longest post, comment or DM text accepted)."""
+
 
 def normalise_topic(topic: str) -> str:
     """Topic strings are compared stripped and lower-cased (SPEC §2)."""
@@ -105,8 +124,10 @@ class FeedConfig:
             steps = kwargs["rerank"]
             if steps is None:
                 steps = ()
-            elif isinstance(steps, (dict, str)) or callable(steps):
+            elif isinstance(steps, (Mapping, str)) or callable(steps):
                 steps = (steps,)
+            elif not isinstance(steps, (list, tuple)):
+                raise TypeError(f"rerank must be a list of steps, got {_show(steps)}")
             kwargs["rerank"] = tuple(steps)
         if kwargs.get("recommender_kwargs") is None:
             kwargs.pop("recommender_kwargs", None)
@@ -126,18 +147,25 @@ class FeedConfig:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
-        _int_at_least("n_agents", self.n_agents, 2)
-        _int_at_least("n_actions", self.n_actions, 1)
-        _int_at_least("max_rounds", self.max_rounds, 1)
-        _int_at_least("feed_size", self.feed_size, 1)
-        _int_at_least("vote_feed_size", self.vote_feed_size, 1)
-        _int_at_least("dm_inbox_size", self.dm_inbox_size, 1)
-        _int_at_least("max_topics", self.max_topics, 1)
-        _int_at_least("max_text_chars", self.max_text_chars, 0)
+        from socialgym.platform.validation import check_seed   # (platform imports this module)
+        check_seed(self.seed, "seed")
+        _int_in("n_agents", self.n_agents, 2, MAX_AGENTS, "MAX_AGENTS")
+        _int_in("n_actions", self.n_actions, 1, MAX_ACTIONS, "MAX_ACTIONS")
+        _int_in("max_rounds", self.max_rounds, 1, MAX_ROUNDS, "MAX_ROUNDS")
+        _int_in("feed_size", self.feed_size, 1, MAX_FEED_SIZE, "MAX_FEED_SIZE")
+        _int_in("vote_feed_size", self.vote_feed_size, 1, MAX_FEED_SIZE, "MAX_FEED_SIZE")
+        _int_in("dm_inbox_size", self.dm_inbox_size, 1, MAX_FEED_SIZE, "MAX_FEED_SIZE")
+        _int_in("max_topics", self.max_topics, 1, MAX_TOPICS, "MAX_TOPICS")
+        _int_in("max_text_chars", self.max_text_chars, 0, MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
+        _check_topics(self.topics)
+        for name in ("exposure_in_infos", "action_masks"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {_show(getattr(self, name))}")
+        _check_recommender(self.recommender, self.recommender_kwargs, self.rerank)
         if self.invalid_actions not in INVALID_MODES:
-            raise ValueError(f"invalid_actions must be one of {INVALID_MODES}, got {self.invalid_actions!r}")
+            raise ValueError(f"invalid_actions must be one of {INVALID_MODES}, got {_show(self.invalid_actions)}")
         if self.obs_format not in OBS_FORMATS:
-            raise ValueError(f"obs_format must be one of {OBS_FORMATS}, got {self.obs_format!r}")
+            raise ValueError(f"obs_format must be one of {OBS_FORMATS}, got {_show(self.obs_format)}")
         for name in ("b_soc", "b_inf", "b_pre", "b_coord"):
             _float_in(name, getattr(self, name), 0.0, 1.0)
         _finite("b_emo", self.b_emo)
@@ -159,27 +187,45 @@ class FeedConfig:
         if not (isinstance(self.sentiment, str) or callable(self.sentiment)):
             raise TypeError("sentiment must be 'vader', 'tone' or a callable str -> float")
         if isinstance(self.sentiment, str) and self.sentiment not in ("vader", "tone"):
-            raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {self.sentiment!r}")
+            raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {_show(self.sentiment)}")
         self.lambda_matrix()  # raises on malformed lambdas
         ts = self.tie_scorer
         if not (ts is None or ts == "logistic" or (isinstance(ts, Mapping) and ts.get("kind") in ("logistic", "llm"))
                 or callable(getattr(ts, "score", None))):
             raise ValueError("tie_scorer must be None/'logistic' (G_theta), {'kind': 'llm', <LLMClient "
-                             f"arguments>}} or an object with score(signals, env); got {ts!r}")
+                             f"arguments>}} or an object with score(signals, env); got {_show(ts)}")
         if not isinstance(self.recommender_kwargs, Mapping):
             raise TypeError("recommender_kwargs must be a mapping of parameter names to values")
-        _int_at_least("soc_strategy", self.soc_strategy, 0)
+        _int_in("soc_strategy", self.soc_strategy, 0, self.n_agents - 1, "n_agents - 1")
         _float_in("soc_strategy_weight", self.soc_strategy_weight, 0.0, 1.0, low_open=True)
-        _int_at_least("exposure_window", self.exposure_window, 1)
+        _int_in("exposure_window", self.exposure_window, 1, MAX_ROUNDS, "MAX_ROUNDS")
         if self.cocoon_threshold is not None:
             _float_in("cocoon_threshold", self.cocoon_threshold, 0.0, math.inf)
         if self.soc_strategy and self.agent_interests is None:
             raise ValueError("soc_strategy needs agent_interests (a preference matrix or labels per agent)")
         if self.agent_interests is not None:
             from socialgym.ties.seeding import main_interests
-            main_interests(self.agent_interests, self.n_agents)   # raises on a bad shape
-        if self.agent_groups is not None and len(self.agent_groups) != self.n_agents:
-            raise ValueError(f"agent_groups has {len(self.agent_groups)} labels for {self.n_agents} agents")
+            try:
+                main_interests(self.agent_interests, self.n_agents)   # raises on a bad shape
+            except (TypeError, ValueError) as exc:
+                message = " ".join(str(exc).split())
+                raise ValueError(message if message.startswith("agent_interests")
+                                 else f"agent_interests: {message}") from None
+        if self.agent_groups is not None:
+            groups = self.agent_groups
+            if isinstance(groups, (str, bytes, Mapping)) or not hasattr(groups, "__len__") \
+                    or not hasattr(groups, "__getitem__"):
+                raise TypeError(f"agent_groups must be a sequence of {self.n_agents} labels, got {_show(groups)}")
+            if len(groups) != self.n_agents:
+                raise ValueError(f"agent_groups has {len(groups)} labels for {self.n_agents} agents")
+            if any(isinstance(g, (list, dict, set)) for g in groups):
+                raise TypeError("agent_groups must hold one hashable label (a string or number) per agent")
+        if self.seed_graph is not None:
+            from socialgym.ties.pairs import PairTable
+            try:
+                PairTable.from_matrix(self.seed_graph, self.n_agents)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"seed_graph: {' '.join(str(exc).split())}") from None
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -202,16 +248,19 @@ class FeedConfig:
             ids = {a: i for i, a in enumerate(self.agent_ids)}
             for agent, weights in lam.items():
                 if agent not in ids:
-                    raise ValueError(f"lambdas names unknown agent {agent!r}")
+                    raise ValueError(f"lambdas names unknown agent {_show(agent)}")
                 out[ids[agent]] = _lambda_row(weights, f"lambdas[{agent!r}]")
             return out
-        arr = np.asarray(lam, dtype=float) if not isinstance(lam, str) else None
+        try:
+            arr = np.asarray(lam, dtype=float) if not isinstance(lam, str) else None
+        except (TypeError, ValueError):
+            arr = None
         if arr is not None and arr.shape == (len(REWARD_NAMES),):
             return np.tile(_lambda_row(arr, "lambdas"), (n, 1))
         if arr is not None and arr.shape == (n, len(REWARD_NAMES)):
             return np.stack([_lambda_row(r, f"lambdas[{i}]") for i, r in enumerate(arr)])
         raise ValueError("lambdas must be None, a 5-vector (SOC, INF, PRE, COORD, EMO), "
-                         f"a dict agent -> weights, or an ({n}, 5) array; got {lam!r}")
+                         f"a dict agent -> weights, or an ({n}, 5) array; got {_show(lam)}")
 
 
 def _lambda_row(weights: Any, where: str) -> np.ndarray:
@@ -224,35 +273,117 @@ def _lambda_row(weights: Any, where: str) -> np.ndarray:
         try:
             row = np.asarray(weights, dtype=float).reshape(-1)
         except (TypeError, ValueError):
-            raise ValueError(f"{where} must be 5 numbers (SOC, INF, PRE, COORD, EMO), got {weights!r}")
+            raise ValueError(f"{where} must be 5 numbers (SOC, INF, PRE, COORD, EMO), got {_show(weights)}")
         if row.shape != (len(REWARD_NAMES),):
-            raise ValueError(f"{where} must have 5 entries (SOC, INF, PRE, COORD, EMO), got {weights!r}")
+            raise ValueError(f"{where} must have 5 entries (SOC, INF, PRE, COORD, EMO), got {_show(weights)}")
     if not np.all(np.isfinite(row)) or np.any(row < 0) or abs(row.sum() - 1.0) > 1e-6:
-        raise ValueError(f"{where} must be non-negative and sum to 1 (the simplex), got {row.tolist()}")
+        raise ValueError(f"{where} must be non-negative and sum to 1 (the simplex), got {_show(row.tolist())}")
     return row
 
 
 def _topic_tuple(topics: Any) -> tuple[str, ...]:
+    """The normalised topics; empty lists, non-strings and repeats are errors (not dropped)."""
     if isinstance(topics, str) or not isinstance(topics, Sequence):
-        raise TypeError(f"topics must be a list of strings, got {topics!r}")
+        raise TypeError(f"topics must be a list of strings, got {_show(topics)}")
+    if len(topics) > MAX_TOPICS:
+        raise ValueError(f"topics has {len(topics)} entries, more than MAX_TOPICS = {MAX_TOPICS}")
     out: list[str] = []
     for t in topics:
         if not isinstance(t, str) or not normalise_topic(t):
-            raise ValueError(f"topics must be non-empty strings, got {t!r}")
-        if normalise_topic(t) not in out:
-            out.append(normalise_topic(t))
+            raise ValueError(f"topics must be non-empty strings, got {_show(t)}")
+        key = normalise_topic(t)
+        if key in out:
+            raise ValueError(f"topics lists {_show(key)} twice (topics are compared stripped and lower-cased)")
+        out.append(key)
     return tuple(out)
+
+
+def _check_topics(topics: Any) -> None:
+    if not isinstance(topics, tuple):
+        raise TypeError(f"topics must be a list of strings, got {_show(topics)}")
+    # an empty vocabulary is allowed here (agents then introduce every topic, SPEC §2); the
+    # experiment configs reject it, since scripted and trained policies need topics to post on
+    if len(topics) > MAX_TOPICS:
+        raise ValueError(f"topics has {len(topics)} entries, more than MAX_TOPICS = {MAX_TOPICS}")
+    seen: set[str] = set()
+    for i, t in enumerate(topics):
+        if not isinstance(t, str) or not normalise_topic(t):
+            raise ValueError(f"topics must be non-empty strings, got {_show(t)}")
+        key = normalise_topic(t)
+        if len(key) > MAX_TOPIC_CHARS:
+            raise ValueError(f"topics[{i}] has {len(key)} characters, more than MAX_TOPIC_CHARS = "
+                             f"{MAX_TOPIC_CHARS}: {_show(t)}")
+        if key in seen:
+            raise ValueError(f"topics lists {_show(key)} twice (topics are compared stripped and lower-cased)")
+        seen.add(key)
+        problem = _topic_problem(key)
+        if problem:
+            raise ValueError(f"topics[{i}]: {problem}")
+
+
+def _topic_problem(key: str) -> str | None:
+    """The platform's own check of a topic label (control characters, UTF-8), when present."""
+    try:
+        from socialgym.platform.topics import topic_problem
+    except ImportError:                          # pragma: no cover - older platform module
+        return None
+    return topic_problem(key)
+
+
+def _check_recommender(recommender: Any, kwargs: Any, rerank: Any) -> None:
+    """Names must be registered (``socialgym.recommenders.REGISTRY`` / ``RERANKERS``), so that a
+    typo fails when the config is made, not when the environment is built."""
+    from socialgym.recommenders import REGISTRY, RERANKERS
+
+    if isinstance(recommender, str):
+        if recommender not in REGISTRY:
+            raise ValueError(f"recommender: unknown recommender {_show(recommender)}; available: "
+                             f"{', '.join(sorted(REGISTRY))}")
+    elif not (callable(recommender) or hasattr(recommender, "recommend")):
+        raise TypeError(f"recommender must be a name ({', '.join(sorted(REGISTRY))}), an object with "
+                        f"recommend(request, rng), or a function; got {_show(recommender)}")
+    if kwargs and not isinstance(recommender, str):
+        raise TypeError("recommender_kwargs apply only to a recommender given by name")
+    if isinstance(kwargs, Mapping) and any(not isinstance(k, str) for k in kwargs):
+        raise TypeError(f"recommender_kwargs keys must be parameter names, got {_show(list(kwargs))}")
+    if not isinstance(rerank, tuple):
+        raise TypeError(f"rerank must be a list of steps, got {_show(rerank)}")
+    for i, step in enumerate(rerank):
+        if callable(step):
+            continue
+        if not isinstance(step, Mapping) or "kind" not in step:
+            raise TypeError(f"rerank[{i}]: a rerank step must be a dict with 'kind' (one of "
+                            f"{', '.join(sorted(RERANKERS))}) or a callable; got {_show(step)}")
+        if not isinstance(step["kind"], str) or step["kind"] not in RERANKERS:
+            raise ValueError(f"rerank[{i}].kind: unknown rerank kind {_show(step['kind'])}; available: "
+                             f"{', '.join(sorted(RERANKERS))}")
+        if any(not isinstance(k, str) for k in step):
+            raise TypeError(f"rerank[{i}] keys must be parameter names, got {_show(list(step))}")
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (error messages stay one short line)."""
+    try:
+        text = repr(value)
+    except Exception:                            # noqa: BLE001 -- a broken __repr__
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _int_at_least(name: str, value: Any, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {low}, got {_show(value)}")
+
+
+def _int_in(name: str, value: Any, low: int, high: int, limit: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer >= {low} and <= {high} ({limit}), got {_show(value)}")
 
 
 def _finite(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
             or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+        raise ValueError(f"{name} must be a finite number, got {_show(value)}")
 
 
 def _float_in(name: str, value: Any, low: float, high: float, *,
@@ -263,7 +394,7 @@ def _float_in(name: str, value: Any, low: float, high: float, *,
     if not (ok_low and ok_high):
         lb = "(" if low_open else "["
         hb = ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {lb}{low}, {high}{hb}, got {value!r}")
+        raise ValueError(f"{name} must lie in {lb}{low}, {high}{hb}, got {_show(value)}")
 
 
 SentimentFn = Callable[[str], float]

@@ -13,9 +13,10 @@ Big Five beside the intended ones.
 from __future__ import annotations
 
 import csv
-import math
 import dataclasses
+import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -79,31 +80,44 @@ class Persona:
     """The Big Five of the model's Mini-IPIP answers (``administer_mini_ipip``); None if not surveyed."""
 
     def __post_init__(self) -> None:
-        for key in ("name", "role", "stance", "style"):
+        for key in ("name", "role", "stance", "style", "issue"):
             value = getattr(self, key)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"persona {key} must be a non-empty string, got {value!r}")
-        if not isinstance(self.issue, str) or not self.issue.strip():
-            raise ValueError(f"persona issue must be a non-empty string, got {self.issue!r}")
+                raise ValueError(f"persona {key} must be a non-empty string, got {_show(value)}")
+        if not isinstance(self.description, str):
+            raise ValueError(f"persona {self.name}: description must be a string, got {_show(self.description)}")
         for key in ("big_five", "big_five_measured"):
             value = getattr(self, key)
             if value is None and key == "big_five_measured":
                 continue
             if not isinstance(value, Mapping):
-                raise ValueError(f"persona {self.name}: {key} must be a mapping of {TRAITS} to 1..5, got {value!r}")
-            bad = [k for k, v in dict(value).items()
-                   if k not in TRAITS or not isinstance(v, (int, float)) or not 1 <= v <= 5]
-            if bad:
-                raise ValueError(f"persona {self.name}: {key} keys must be {TRAITS} with values in 1..5; "
-                                 f"bad: {bad}")
+                raise ValueError(f"persona {self.name}: {key} must be a mapping of {TRAITS} to 1..5, "
+                                 f"got {_show(value)}")
+            for trait, score in dict(value).items():
+                if trait not in TRAITS:
+                    raise ValueError(f"persona {self.name}: {key}[{_show(trait)}] is not a trait; "
+                                     f"big_five keys must be {TRAITS} with values in 1..5")
+                if isinstance(score, bool) or not isinstance(score, (int, float)) \
+                        or not math.isfinite(score) or not 1 <= score <= 5:
+                    raise ValueError(f"persona {self.name}: {key}[{trait!r}] must be a number in [1, 5], "
+                                     f"got {_show(score)}")
         if self.lambdas is not None:
+            if not isinstance(self.lambdas, Mapping):
+                raise ValueError(f"persona {self.name}: lambdas must map {REWARD_NAMES} to non-negative "
+                                 f"weights summing to 1, got {_show(self.lambdas)}")
             values = list(self.lambdas.values())
             if set(self.lambdas) != set(REWARD_NAMES) \
-                    or any(not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for v in values) \
+                    or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+                           for v in values) \
                     or not abs(sum(values) - 1) <= 1e-6:
                 raise ValueError(f"persona {self.name}: lambdas must map {REWARD_NAMES} to non-negative "
-                                 f"weights summing to 1, got {dict(self.lambdas)}")
-        object.__setattr__(self, "interests", tuple(self.interests))
+                                 f"weights summing to 1, got {_show(dict(self.lambdas), 160)}")
+        interests = self.interests
+        if isinstance(interests, (str, bytes, Mapping)) or not isinstance(interests, (list, tuple)) \
+                or not all(isinstance(t, str) and t.strip() for t in interests):
+            raise ValueError(f"persona {self.name}: interests must be a list of non-empty strings, "
+                             f"got {_show(interests)}")
+        object.__setattr__(self, "interests", tuple(interests))
 
     def personality(self) -> str:
         """A few words for prompts, from the Big Five scores (high >= 3.5, low <= 2.5)."""
@@ -185,6 +199,10 @@ def generate_personas(n: int, seed: int = 0, *, topics: Sequence[str] = ("climat
     return out
 
 
+MAX_PERSONA_FILE_BYTES = 64 * 2**20
+"""Largest persona file read (64 MiB: far more than 100,000 personas of a few hundred bytes)."""
+
+
 def load_personas(path: str | Path) -> list[Persona]:
     """Personas from a JSON list of objects, a CSV file, or a bundled set by name
     (``PERSONA_SETS``, e.g. ``"climate-change"``).
@@ -192,22 +210,56 @@ def load_personas(path: str | Path) -> list[Persona]:
     CSV columns: ``name`` (required), ``role``, ``description``, ``stance``, ``style``,
     ``interests`` (separated by ``;``), Big Five as ``E``, ``A``, ``C``, ``N``, ``I``, and task
     weights as ``lambda_SOC`` … ``lambda_EMO`` (all five or none).
+
+    Errors: ``FileNotFoundError`` for a missing file, ``ValueError`` (one line, naming the file
+    and the item or row) for everything else — wrong suffix, not UTF-8, malformed JSON/CSV, an
+    empty list, unknown or bad fields.
     """
     if isinstance(path, str) and path in PERSONA_SETS:
         return PERSONA_SETS[path]()
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"persona file {path} does not exist (bundled sets: {sorted(PERSONA_SETS)})")
-    if path.suffix.lower() == ".json":
-        rows = json.loads(path.read_text(encoding="utf-8"))
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file (a persona file is .json or .csv)")
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".csv"):
+        raise ValueError(f"{path}: persona files must be .json or .csv, got {_show(path.suffix or '(no suffix)')}")
+    size = path.stat().st_size
+    if size > MAX_PERSONA_FILE_BYTES:
+        raise ValueError(f"{path} has {size} bytes, more than MAX_PERSONA_FILE_BYTES = {MAX_PERSONA_FILE_BYTES}")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start})") from None
+    if suffix == ".json":
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
+        except RecursionError:
+            raise ValueError(f"{path}: not valid JSON: nested too deeply") from None
+        except ValueError as err:            # e.g. an integer with more digits than Python reads
+            raise ValueError(f"{path}: not valid JSON: {_show(' '.join(str(err).split()), 200)}") from None
         if not isinstance(rows, list):
-            raise ValueError(f"{path}: expected a JSON list of persona objects")
-        return [_persona_from(row, f"{path} item {i}") for i, row in enumerate(rows)]
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        return [_persona_from(_csv_row(row, f"{path} row {i + 2}"), f"{path} row {i + 2}") for i, row in enumerate(rows)]
-    raise ValueError(f"{path}: persona files must be .json or .csv")
+            raise ValueError(f"{path}: expected a JSON list of persona objects, got a {type(rows).__name__}")
+        personas = [_persona_from(row, f"{path} item {i}") for i, row in enumerate(rows)]
+    else:
+        try:
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as err:
+            raise ValueError(f"{path}: not valid CSV: {' '.join(str(err).split())}") from None
+        personas = [_persona_from(_csv_row(row, f"{path} row {i + 2}"), f"{path} row {i + 2}")
+                    for i, row in enumerate(rows)]
+    if not personas:
+        raise ValueError(f"{path} holds no personas")
+    return personas
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 _CSV_COLUMNS = {"name", "role", "description", "stance", "style", "interests", "issue", *TRAITS,
@@ -215,9 +267,12 @@ _CSV_COLUMNS = {"name", "role", "description", "stance", "style", "interests", "
 
 
 def _csv_row(row: dict, where: str) -> dict:
-    unknown = sorted(k for k in row if k not in _CSV_COLUMNS)
+    if None in row:          # DictReader puts the cells beyond the header under the key None
+        raise ValueError(f"{where}: more cells than the header has columns")
+    unknown = sorted(str(k) for k in row if k not in _CSV_COLUMNS)
     if unknown:
-        raise ValueError(f"{where}: unknown column(s) {unknown}; known: {sorted(_CSV_COLUMNS)}")
+        raise ValueError(f"{where}: unknown column(s) {_show(unknown)}; known: {sorted(_CSV_COLUMNS)}")
+    row = {k: (v or "") for k, v in row.items()}     # short rows: the missing cells are None
     out: dict[str, Any] = {k: v for k, v in row.items()
                            if k in {"name", "role", "description", "stance", "style", "issue"} and v}
     if row.get("interests"):
@@ -226,7 +281,7 @@ def _csv_row(row: dict, where: str) -> dict:
         out["big_five"] = {t: float(row[t]) for t in TRAITS if row.get(t)}
         lam = {r: float(row[f"lambda_{r}"]) for r in REWARD_NAMES if row.get(f"lambda_{r}")}
     except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
+        raise ValueError(f"{where}: {' '.join(str(err).split())}") from None
     if lam:
         out["lambdas"] = lam
     return out
@@ -234,15 +289,16 @@ def _csv_row(row: dict, where: str) -> dict:
 
 def _persona_from(row: Any, where: str) -> Persona:
     if not isinstance(row, dict):
-        raise ValueError(f"{where}: expected an object, got {type(row).__name__}")
+        raise ValueError(f"{where}: expected an object, got {type(row).__name__} {_show(row)}")
     known = {f.name for f in dataclasses.fields(Persona)}
     unknown = set(row) - known
     if unknown:
-        raise ValueError(f"{where}: unknown persona field(s) {sorted(unknown)}; known: {sorted(known)}")
+        raise ValueError(f"{where}: unknown persona field(s) {_show(sorted(map(str, unknown)))}; "
+                         f"known: {sorted(known)}")
     try:
         return Persona(**{k: v for k, v in row.items() if v is not None or k == "lambdas"})
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{where}: {err}") from None
+        raise ValueError(f"{where}: {' '.join(str(err).split())}") from None
 
 
 def lambdas_matrix(personas: Sequence[Persona]) -> np.ndarray:

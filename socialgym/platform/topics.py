@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import re
 
-from socialgym.config import normalise_topic
+from socialgym.config import MAX_TOPIC_CHARS, normalise_topic
 from socialgym.platform.validation import utf8_problem
 
-MAX_TOPIC_CHARS = 64
-"""Longest topic label accepted, in characters of the normalised (stripped, lower-cased) form.
-Longer strings are free text, not a topic: the action is invalid (SPEC §6)."""
+# MAX_TOPIC_CHARS (socialgym.config, with the other limits): the longest topic label accepted,
+# in characters of the normalised form; longer strings are free text, not a topic (SPEC §6)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
