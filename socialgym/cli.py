@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     p_resume = sub.add_parser("resume", help="continue an interrupted run (or sweep) from its last round")
     p_resume.add_argument("dir")
     p_resume.add_argument("--quiet", action="store_true")
+    p_resume.add_argument("--trust", action="store_true",
+                          help="load a checkpoint not signed by this user's key (one from someone else: opening "
+                               "it can run code, so only for files you trust)")
+    p_resume.add_argument("--allow-config-change", action="store_true",
+                          help="continue although config.yaml was edited since the checkpoint (only its llm, "
+                               "logging and run sections take effect)")
     p_report = sub.add_parser("report", help="(re)build plots and report.html of a run or sweep")
     p_report.add_argument("dir")
     p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return _moderation(args)
 
     from socialgym.experiments import ConfigError, RunError
+    from socialgym.llm.client import LLMAuthError
 
     try:
         if args.command == "run":
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "study":
             return _study(args)
         return _demo(args)
-    except (ConfigError, RunError) as exc:
+    except (ConfigError, RunError, LLMAuthError) as exc:
         print(f"socialgym: error: {exc}", file=sys.stderr)
         return 2
 
@@ -101,10 +108,9 @@ def _run(args) -> int:
         from socialgym.experiments import sweep as sweeps
         result = sweeps.run_sweep(cfg, args.out, progress=progress)
         print(f"sweep of {result['jobs']} runs written to {args.out} (aggregate.csv, plots/)")
-        return 0
+        return _print_problems(result)
     summary = run_experiment(cfg, args.out, progress=progress)
-    _print_done(args.out, summary)
-    return 0
+    return _print_done(args.out, summary)
 
 
 def _resume(args) -> int:
@@ -113,14 +119,16 @@ def _resume(args) -> int:
     progress = False if args.quiet else None
     if (Path(args.dir) / "sweep.json").exists():
         from socialgym.experiments import sweep as sweeps
-        result = sweeps.resume_sweep(args.dir, progress=progress)
+        result = sweeps.resume_sweep(args.dir, progress=progress, trust=args.trust,
+                                     allow_config_change=args.allow_config_change)
         print(f"sweep of {result['jobs']} runs complete in {args.dir}")
-        return 0
-    _print_done(args.dir, resume_experiment(args.dir, progress=progress))
-    return 0
+        return _print_problems(result)
+    return _print_done(args.dir, resume_experiment(args.dir, progress=progress, trust=args.trust,
+                                                   allow_config_change=args.allow_config_change))
 
 
 def _report(args) -> int:
+    from socialgym.experiments import RunError
     from socialgym.experiments.report import build_report
 
     if (Path(args.dir) / "sweep.json").exists():
@@ -128,7 +136,10 @@ def _report(args) -> int:
         sweeps.aggregate(args.dir)
         print(f"aggregate and comparison plots rebuilt in {args.dir}")
         return 0
-    print(f"report: {build_report(args.dir)}")
+    try:
+        print(f"report: {build_report(args.dir)}")
+    except (OSError, ValueError) as exc:       # not a run directory, or damaged files
+        raise RunError(f"report: {exc}") from None
     return 0
 
 
@@ -143,10 +154,10 @@ def _demo(args) -> int:
         "LLM agents on the embedded SmolLM2-135M model (llama.cpp, started for this run)"
     print(f"socialgym demo: {cfg.env['n_agents']} {what}, {cfg.env['max_rounds']} rounds -> {out}")
     summary = run_experiment(cfg, out)
-    _print_done(out, summary)
+    status = _print_done(out, summary)
     if not args.no_llm:
         _print_text_quality(out)
-    return 0
+    return status
 
 
 def _print_text_quality(out: Path) -> None:
@@ -173,7 +184,7 @@ def _study(args) -> int:
     for claim, verdict in result["claims"].items():
         print(f"{verdict:>13}  {claim}")
     print(f"study of {result['runs']} runs: {result['html']}")
-    return 0
+    return _print_problems(result)
 
 
 def _moderation(args) -> int:
@@ -201,7 +212,15 @@ def _fresh(base: Path) -> Path:
     return base.parent / f"{base.name}-{k}"
 
 
-def _print_done(out, summary: dict) -> None:
+def _print_problems(result: dict) -> int:
+    """A sweep's runs that finished with problems (e.g. too many LLM fallbacks): exit status 1."""
+    for problem in result.get("problems", []):
+        print(f"socialgym: error: {problem}", file=sys.stderr)
+    return 1 if result.get("problems") else 0
+
+
+def _print_done(out, summary: dict) -> int:
+    """Print the run's outcome; the exit status: 1 when the summary lists problems."""
     rewards = summary.get("final", {}).get("rewards", {})
     line = ", ".join(f"{k} {v:.3f}" for k, v in rewards.items())
     print(f"run {summary['status']}: {summary['rounds_completed']} rounds, {summary['n_agents']} agents, "
@@ -215,6 +234,9 @@ def _print_done(out, summary: dict) -> None:
         print(f"report: {report.resolve()}")
     else:
         print(f"outputs: {Path(out).resolve()}")
+    for problem in summary.get("problems", []):
+        print(f"socialgym: error: {problem}", file=sys.stderr)
+    return 1 if summary.get("problems") else 0
 
 
 if __name__ == "__main__":

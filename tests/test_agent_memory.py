@@ -160,7 +160,8 @@ def test_memory_is_restored_from_a_runs_checkpoint(tmp_path):
                            "policy": {"kind": "llm", "params": {"generation": "split"}},
                            "llm": {"base_url": server.base_url, "model": "fake", "api_key": "k", "cache": False}})
         run_experiment(cfg, tmp_path / "run", progress=False)
-    state = pickle.loads((tmp_path / "run" / "checkpoint.pkl").read_bytes())
+    from socialgym.experiments.checkpoint import read_checkpoint
+    state = read_checkpoint(tmp_path / "run" / "checkpoint.pkl")
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     for agent, mem in state["policy"].memories.items():
         own = [e for e in events if e["kind"] in ("POST", "COM", "DM") and e["sender"] == agent]

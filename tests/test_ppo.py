@@ -207,3 +207,21 @@ def test_wandb_logging_offline(tmp_path):
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
     assert list(runs[0].glob("*.wandb"))                      # the run's records were written offline
+
+
+@pytest.mark.parametrize("content", ["format-only", "wrong-weights", "bad-nvec"])
+def test_an_incomplete_model_file_is_a_clear_error(trained, tmp_path, content):
+    """Probe: a model.pt with only its format tag gave KeyError: 'nvec'; one with other weights
+    a multi-line RuntimeError from load_state_dict."""
+    out, _, _ = trained
+    data = torch.load(out / "model.pt", weights_only=True)
+    if content == "format-only":
+        data = {"format": "socialgym-ppo-1"}
+    elif content == "wrong-weights":
+        data["state_dict"] = {"w": torch.zeros(2)}
+    else:
+        data["nvec"] = ["x", "y"]
+    torch.save(data, tmp_path / "model.pt")
+    with pytest.raises(ValueError) as info:
+        ppo.TorchPolicy.load(tmp_path / "model.pt")
+    assert "model.pt" in str(info.value) and "\n" not in str(info.value)

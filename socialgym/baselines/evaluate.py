@@ -134,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     policies: dict[str, Callable[[], Any]] = {"random": lambda: RandomPolicy(seed=a.seed),
                                               "greedy": lambda: GreedyPolicy(seed=a.seed)}
     if a.model:
+        try:
+            TorchPolicy.load(a.model, seed=a.seed)           # a bad file fails here, in one line
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
         policies["ppo"] = lambda: TorchPolicy.load(a.model, seed=a.seed)
     out = Path(a.out) if a.out else (Path(a.model).parent / "eval" if a.model else Path("runs/eval"))
     with contextlib.ExitStack() as stack:

@@ -234,9 +234,13 @@ class TorchPolicy:
     @classmethod
     def load(cls, path: str | Path, *, deterministic: bool = False, seed: int = 0) -> "TorchPolicy":
         data = read_model_file(path)
-        heads = Heads(np.asarray(data["nvec"]), data["act_length"])
-        net = ActorCritic(data["n_features"], heads.K, heads.M, data["hidden"])
-        net.load_state_dict(data["state_dict"])
+        try:
+            heads = Heads(np.asarray(data["nvec"], dtype=np.int64), data["act_length"])
+            net = ActorCritic(data["n_features"], heads.K, heads.M, data["hidden"])
+            net.load_state_dict(data["state_dict"])
+        except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+            first = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+            raise ValueError(f"{path}: its weights do not fit the network it describes ({first})") from None
         return cls(net, heads, data["layout"], data["max_rounds"], deterministic=deterministic, seed=seed)
 
     def check_env(self, env) -> None:
@@ -297,11 +301,18 @@ def read_model_file(path: str | Path) -> dict:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:   # pickle.UnpicklingError for disallowed globals, RuntimeError for damage
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"{path} is not a socialgym PPO model file (read with weights_only=True: {first})") \
+        # (torch's own message suggests weights_only=False: exactly what must not be done with it)
+        raise ValueError(f"{path} is not a socialgym PPO model file: it holds objects other than tensors "
+                         f"and plain values, or is damaged ({type(exc).__name__}; read with weights_only=True)") \
             from None
     if not isinstance(data, dict) or data.get("format") != "socialgym-ppo-1":
         raise ValueError(f"{path} is not a socialgym PPO model file")
+    fields = {"state_dict": dict, "nvec": list, "act_length": int, "n_features": int, "hidden": int,
+              "layout": dict, "max_rounds": int, "args": dict}
+    for name, kind in fields.items():
+        if not isinstance(data.get(name), kind) or isinstance(data.get(name), bool):
+            raise ValueError(f"{path} is not a complete socialgym PPO model file: {name!r} is missing or not "
+                             f"a {kind.__name__}")
     return data
 
 

@@ -6,11 +6,17 @@ runner hands over the environment after each round, the recorder reads what it n
 Crash safety: every file is append-only; after each round the recorder flushes and fsyncs
 them and reports their sizes, which the checkpoint stores. ``resume`` cuts every file back to
 those sizes, so a round half-written when the process died is written again, never twice.
+
+Integrity: the recorder also keeps a SHA-256 of each text file's content so far (updated
+from the bytes each round appended, so the cost does not grow with the file) and of each tie
+matrix it wrote; the checkpoint stores them and ``resume`` checks the files against them
+(:func:`verify_outputs`) before trusting the files on disk.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -34,7 +40,8 @@ TEXT_FILES = ("rounds.csv", "network.csv", "events.jsonl", "transcripts.jsonl")
 class RunRecorder:
     def __init__(self, out: Path, *, agents: Sequence[str], groups: Sequence[str], kinds: Sequence[str],
                  coached: Sequence[bool], events: bool = True, ties: bool = True, transcripts: bool = False,
-                 network_every: int = 1, max_rounds: int | None = None) -> None:
+                 network_every: int = 1, max_rounds: int | None = None,
+                 tie_digests: Mapping[str, str] | None = None) -> None:
         self.out = Path(out)
         self.agents = list(agents)
         self.groups = list(groups)
@@ -49,11 +56,15 @@ class RunRecorder:
                                 "mean_total", "llm_calls", "prompt_tokens", "completion_tokens")
         (self.out / "ties").mkdir(parents=True, exist_ok=True)
         self._files: dict[str, io.TextIOWrapper] = {}
+        self._hashes: dict[str, Any] = {}
+        self._hashed: dict[str, int] = {}
+        self.tie_digests: dict[str, str] = dict(tie_digests or {})
         for name in TEXT_FILES:
             if name == "events.jsonl" and not events or name == "transcripts.jsonl" and not transcripts:
                 continue
             path = self.out / name
             fresh = not path.exists() or path.stat().st_size == 0
+            self._hashes[name], self._hashed[name] = _file_digest(path)
             self._files[name] = open(path, "a", newline="", encoding="utf-8")
             if fresh and name.endswith(".csv"):
                 columns = ROUND_COLUMNS if name == "rounds.csv" else self.network_columns
@@ -136,6 +147,7 @@ class RunRecorder:
             path = self.out / "ties" / f"round_{r:04d}.npz"
             tmp = path.with_suffix(".tmp.npz")
             sp.save_npz(tmp, W.astype(np.float32).tocsr(), compressed=True)
+            self.tie_digests[path.name] = hashlib.sha256(tmp.read_bytes()).hexdigest()
             os.replace(tmp, path)
         return rows, network, posts
 
@@ -152,7 +164,17 @@ class RunRecorder:
             f.flush()
             os.fsync(f.fileno())
             sizes[name] = f.tell()
+            with open(self.out / name, "rb") as g:     # this round's bytes, back from the page cache
+                g.seek(self._hashed[name])
+                chunk = g.read(sizes[name] - self._hashed[name])
+            self._hashes[name].update(chunk)
+            self._hashed[name] += len(chunk)
         return sizes
+
+    def digests(self) -> dict[str, str]:
+        """SHA-256 of each text file's content up to the last :meth:`sync` and of each tie matrix."""
+        return {**{name: h.hexdigest() for name, h in self._hashes.items()},
+                **{f"ties/{k}": v for k, v in self.tie_digests.items()}}
 
     def close(self) -> None:
         for f in self._files.values():
@@ -177,6 +199,47 @@ def truncate_outputs(out: Path, sizes: Mapping[str, int], rounds_done: int) -> N
         stem = path.name[len("round_"):].split(".")[0]
         if not stem.isdigit() or int(stem) > rounds_done:
             path.unlink()
+
+
+def verify_outputs(out: Path, sizes: Mapping[str, int], digests: Mapping[str, str]) -> None:
+    """Check the run's files against a checkpoint: each text file at least as long as recorded
+    with the recorded digest of that prefix, each tie matrix present and unchanged. Raises
+    ``ValueError`` naming the first file that differs (the caller turns it into a RunError)."""
+    out = Path(out)
+    for name, size in sizes.items():
+        path = out / name
+        if not path.exists():
+            raise ValueError(f"{path} is missing (the checkpoint recorded {size} bytes)")
+        actual = path.stat().st_size
+        if actual < size:
+            raise ValueError(f"{path} has {actual} bytes, fewer than the {size} the checkpoint recorded")
+        if name in digests:
+            h, _ = _file_digest(path, limit=size)
+            if h.hexdigest() != digests[name]:
+                raise ValueError(f"{path} differs from what this run wrote (its first {size} bytes changed)")
+    for key, digest in digests.items():
+        if not key.startswith("ties/"):
+            continue
+        path = out / key
+        if not path.exists():
+            raise ValueError(f"{path} is missing")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            raise ValueError(f"{path} differs from what this run wrote")
+
+
+def _file_digest(path: Path, limit: int | None = None):
+    """(sha256 object over the file's first ``limit`` bytes or all of it, bytes read)."""
+    h, n = hashlib.sha256(), 0
+    if not path.exists():
+        return h, 0
+    with open(path, "rb") as f:
+        while limit is None or n < limit:
+            chunk = f.read(1 << 20 if limit is None else min(1 << 20, limit - n))
+            if not chunk:
+                break
+            h.update(chunk)
+            n += len(chunk)
+    return h, n
 
 
 def _cell(value: Any) -> Any:

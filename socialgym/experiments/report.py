@@ -41,6 +41,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; 
        color: #222; line-height: 1.4; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 1.6em; }
+.problem { background: #fdecea; border-left: 4px solid #c0392b; padding: 0.5em 0.8em; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.7em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; font-weight: 600; }
@@ -87,10 +88,13 @@ class _Run:
 
 def _read_csv(path: Path) -> dict[str, list[str]]:
     """Columns of a CSV file (header order kept); short rows (a line being written) are padded."""
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        header = next(reader, [])
-        rows = [row + [""] * (len(header) - len(row)) for row in reader if row]
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, [])
+            rows = [row + [""] * (len(header) - len(row)) for row in reader if row]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path} is not a CSV file socialgym wrote ({type(exc).__name__})") from None
     columns: dict[str, list[str]] = {name: [] for name in header}
     for j, name in enumerate(header):
         if not columns[name]:                    # a repeated column name keeps its first column
@@ -570,6 +574,8 @@ def _html(run: _Run, figures: list[tuple[Path, str]]) -> str:
         "<body>",
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="muted">{html.escape(str(run.path.resolve()))}</p>',
+        *(f'<p class="problem"><b>Problem:</b> {html.escape(str(p))}</p>'
+          for p in (run.summary.get("problems") or [] if isinstance(run.summary.get("problems"), list) else [])),
         "<h2>Run summary</h2>",
         _table(_summary_rows(run)),
         "<h2>Final values</h2>",

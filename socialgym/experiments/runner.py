@@ -13,17 +13,24 @@ client's cache position and usage log, and the sizes of the output files. Killin
 at any moment loses at most the round in progress; ``resume`` cuts the files back to the last
 checkpoint and continues, producing the same files as an uninterrupted run (for LLM policies
 with the response cache on: requests the lost round had already sent replay from the cache).
+
+Resume trusts nothing it has not checked: the checkpoint is signed with the user's key and
+verified before it is unpickled (``checkpoint.py``); it names the run it belongs to (the
+``run_id`` of run.json), the config it was made with and a digest of every output file, and
+resume stops with a message naming the file when any of them differs. ``summary.json`` is
+rewritten from the checkpoint, and a missing report is rebuilt.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
-import pickle
 import signal
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,10 +38,11 @@ import numpy as np
 
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml, load_config, to_dict
-from socialgym.experiments.recorder import RunRecorder, truncate_outputs
+from socialgym.experiments.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from socialgym.experiments.recorder import RunRecorder, truncate_outputs, verify_outputs
 
 CHECKPOINT = "checkpoint.pkl"
-CHECKPOINT_VERSION = 2      # 2: LLM agents with generation modes and the full memory (issue 14)
+CHECKPOINT_VERSION = 3      # 2: LLM agents with full memory (issue 14); 3: signed, with run id and digests
 
 
 class RunError(RuntimeError):
@@ -50,30 +58,96 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
     if (out / "summary.json").exists() or (out / CHECKPOINT).exists():
         raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"condition": dict(condition or {}), "replicate": replicate, "seed": cfg.seed}
+    meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
+            "seed": cfg.seed}
     (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     dump_yaml(cfg, out / "config.yaml")        # last: its presence marks a resumable run directory
     return _Run(cfg, out, meta, progress).execute(checkpoint=None)
 
 
-def resume_experiment(out: str | Path, *, progress: bool | None = None) -> dict:
-    """Continue the run in ``out`` from its last completed round (a completed run is left as is)."""
+def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: bool = False,
+                      allow_config_change: bool = False) -> dict:
+    """Continue the run in ``out`` from its last completed round; a completed run is checked
+    against its checkpoint, its summary rewritten from it and a missing report rebuilt.
+
+    ``trust`` loads a checkpoint whose signature does not match this user's key (one from
+    someone else: it can run code); ``allow_config_change`` continues although config.yaml was
+    edited since the checkpoint (only its llm, logging and run sections take effect: the
+    environment and policies come from the checkpoint)."""
     out = Path(out)
     if not (out / "config.yaml").exists():
         raise RunError(f"{out} is not a run directory (no config.yaml)")
-    summary = _read_json(out / "summary.json")
-    if summary and summary.get("status") == "complete":
-        return summary
     cfg = load_config(out / "config.yaml")
-    meta = _read_json(out / "run.json") or {"condition": {}, "replicate": 0, "seed": cfg.seed}
+    meta = _read_json(out / "run.json")
+    if not isinstance(meta, dict) or not isinstance(meta.get("condition", {}), dict):
+        raise RunError(f"{out / 'run.json'} is missing or not a JSON object: this directory was not written by "
+                       "`socialgym run`, or its run.json was damaged")
+    meta.setdefault("condition", {})
+    meta.setdefault("replicate", 0)
+    meta.setdefault("seed", cfg.seed)
     checkpoint = None
     if (out / CHECKPOINT).exists():
-        with open(out / CHECKPOINT, "rb") as f:
-            checkpoint = pickle.load(f)
-        if checkpoint.get("version") != CHECKPOINT_VERSION:
-            raise RunError(f"{out / CHECKPOINT} has format {checkpoint.get('version')}, this socialgym "
-                           f"writes {CHECKPOINT_VERSION}")
+        try:
+            checkpoint = read_checkpoint(out / CHECKPOINT, trust=trust)
+        except CheckpointError as exc:
+            raise RunError(str(exc)) from None
+        if not isinstance(checkpoint, dict) or checkpoint.get("version") != CHECKPOINT_VERSION:
+            version = checkpoint.get("version") if isinstance(checkpoint, dict) else None
+            raise RunError(f"{out / CHECKPOINT} has format {version}, this socialgym writes {CHECKPOINT_VERSION}; "
+                           f"delete it to restart the run from round 0")
+        _check_checkpoint(out, checkpoint, cfg, meta, allow_config_change)
+    elif (_read_json(out / "summary.json") or {}).get("status") == "complete":
+        if not cfg.run.checkpoint:       # nothing to verify against: the run said so itself
+            return _read_json(out / "summary.json")
+        raise RunError(f"{out / 'summary.json'} says the run is complete but {out / CHECKPOINT} is missing: "
+                       "the directory was changed; restore the checkpoint or start a new run")
     return _Run(cfg, out, meta, progress).execute(checkpoint=checkpoint)
+
+
+def _config_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: dict,
+                      allow_config_change: bool) -> None:
+    """The checkpoint belongs to this directory, was made with this config, and the outputs on
+    disk are what it recorded."""
+    if checkpoint.get("run_id") != meta.get("run_id"):
+        raise RunError(f"{out / CHECKPOINT} belongs to another run (run id {checkpoint.get('run_id')}, "
+                       f"{out / 'run.json'} says {meta.get('run_id')}): it was copied from elsewhere")
+    if checkpoint.get("config_sha256") != _config_digest(out / "config.yaml"):
+        old, new = _flatten(checkpoint.get("config") or {}), _flatten(to_dict(cfg))
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        if not allow_config_change:
+            raise RunError(f"{out / 'config.yaml'} changed since the checkpoint ({shown or 'formatting only'}): "
+                           "restore it, or pass --allow-config-change to continue with the checkpoint's "
+                           "environment and policies (only llm, logging and run settings take effect)")
+        env_side = [k for k in changed if k.split(".")[0] not in ("llm", "logging", "run")]
+        print(f"socialgym: warning: config.yaml changed since the checkpoint ({shown}); continuing "
+              f"(--allow-config-change){'; these keys do not take effect: ' + ', '.join(env_side) if env_side else ''}",
+              file=sys.stderr)
+        meta.setdefault("config_changes", []).append({"round": checkpoint.get("round"), "keys": changed})
+        (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+        checkpoint["config_sha256"] = _config_digest(out / "config.yaml")
+    try:
+        verify_outputs(out, checkpoint["sizes"], checkpoint["digests"])
+        for name, digest in checkpoint.get("files", {}).items():
+            path = out / name
+            if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                raise ValueError(f"{path} is {'missing' if not path.exists() else 'changed'}")
+    except ValueError as exc:
+        raise RunError(f"cannot resume: {exc}; restore the file, or delete {out / CHECKPOINT} to restart "
+                       f"the run from round 0") from None
+
+
+def _flatten(tree, prefix: str = "") -> dict:
+    if isinstance(tree, Mapping):
+        flat = {}
+        for k, v in tree.items():
+            flat.update(_flatten(v, f"{prefix}{k}."))
+        return flat or {prefix.rstrip("."): {}}
+    return {prefix.rstrip("."): tree}
 
 
 # ---------------------------------------------------------------------------------- one run
@@ -82,8 +156,18 @@ class _Run:
         self.cfg, self.out, self.meta = cfg, out, meta
         self.show_progress = cfg.logging.progress if progress is None else progress
         self.seed = int(meta.get("seed", cfg.seed))
+        self._files: dict | None = None
 
     def execute(self, checkpoint: dict | None) -> dict:
+        if checkpoint is not None and not checkpoint["env"].agents:
+            return self._complete(checkpoint)
+        try:
+            return self._execute(checkpoint)
+        except Exception as exc:           # the run stops here: say so in summary.json (resume retries)
+            self._mark_failed(exc)
+            raise
+
+    def _execute(self, checkpoint: dict | None) -> dict:
         cfg, out = self.cfg, self.out
         wandb = None
         if cfg.logging.wandb is not None:   # fail before any work when the extra is missing
@@ -108,7 +192,9 @@ class _Run:
             recorder = RunRecorder(out, agents=env.possible_agents, groups=table["group"], kinds=table["kind"],
                                    coached=table["coached"], events=cfg.logging.events, ties=cfg.logging.ties,
                                    transcripts=cfg.logging.transcripts and client is not None,
-                                   network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds)
+                                   network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds,
+                                   tie_digests={k[len("ties/"):]: v for k, v in checkpoint["digests"].items()
+                                                if k.startswith("ties/")} if checkpoint else None)
             stack.callback(recorder.close)
             if client is not None and cfg.logging.transcripts:
                 client.transcript = recorder.transcript_line
@@ -129,12 +215,12 @@ class _Run:
                     wandb.log_round(r, rows, network, env.tie_matrix(), posts)
                 seconds = time.perf_counter() - started
                 if cfg.run.checkpoint:
-                    self._checkpoint(env, policy, obs, table, client, sizes, r, seconds, fault)
+                    self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, seconds, fault)
                 self._write_summary(env, table, "running", r, seconds, usage)
                 bar.update(r, network, usage)
             bar.close()
-            summary = self._write_summary(env, table, "complete", env.config.max_rounds,
-                                          time.perf_counter() - started, usage)
+            # the last round's time, which the checkpoint holds too: a resume rewrites the same summary
+            summary = self._write_summary(env, table, "complete", env.config.max_rounds, seconds, usage)
             if wandb is not None:
                 wandb.finish(env.tie_matrix(), dict(zip(env.possible_agents, table["group"])))
         if cfg.logging.report:
@@ -291,41 +377,78 @@ class _Run:
             raise RunError(f"llm policy: bad params {params}: {exc}") from None
 
     # ------------------------------------------------------------------ persistence
-    def _checkpoint(self, env, policy, obs, table, client, sizes, r, seconds, fault) -> None:
-        state = {"version": CHECKPOINT_VERSION, "round": r, "env": env, "policy": policy, "obs": obs,
+    def _checkpoint(self, env, policy, obs, table, client, sizes, digests, r, seconds, fault) -> None:
+        if self._files is None:                # outputs written once, before round 1
+            self._files = {name: hashlib.sha256((self.out / name).read_bytes()).hexdigest()
+                           for name in ("personas.json",) if (self.out / name).exists()}
+        state = {"version": CHECKPOINT_VERSION, "run_id": self.meta.get("run_id"),
+                 "config_sha256": _config_digest(self.out / "config.yaml"), "config": to_dict(self.cfg),
+                 "round": r, "env": env, "policy": policy, "obs": obs,
                  "table": table, "llm": client.state_dict() if client is not None else None,
-                 "sizes": sizes, "seconds": seconds}
-        path = self.out / CHECKPOINT
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
-        _fault(fault, r, "checkpoint")
-        os.replace(tmp, path)                 # atomic: the old checkpoint or the new one, never half
+                 "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds}
+        write_checkpoint(self.out / CHECKPOINT, state, before_rename=lambda: _fault(fault, r, "checkpoint"))
+
+    def _complete(self, checkpoint: dict) -> dict:
+        """A finished run resumed: the checkpoint was verified against the files; the summary is
+        rewritten from it if it differs, and a missing report is built."""
+        env, table = checkpoint["env"], checkpoint["table"]
+        usage = checkpoint["llm"]["usage"] if checkpoint["llm"] is not None else None
+        summary = self._summary(env, table, "complete", env.config.max_rounds, checkpoint["seconds"], usage)
+        on_disk = _read_json(self.out / "summary.json")
+        if json.loads(json.dumps(summary, default=_json_default)) != on_disk:
+            if on_disk is not None and on_disk.get("status") == "complete":
+                print(f"socialgym: warning: {self.out / 'summary.json'} did not match the checkpoint; rewritten",
+                      file=sys.stderr)
+            self._store_summary(summary)
+        if self.cfg.logging.report and not (self.out / "report.html").exists():
+            from socialgym.experiments.report import build_report
+            build_report(self.out)
+        return summary
+
+    def _mark_failed(self, exc: Exception) -> None:
+        summary = _read_json(self.out / "summary.json")
+        if isinstance(summary, dict):
+            summary.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
+            self._store_summary(summary)
 
     def _write_summary(self, env, table, status, rounds_done, seconds, usage) -> dict:
+        summary = self._summary(env, table, status, rounds_done, seconds, usage)
+        self._store_summary(summary)
+        return summary
+
+    def _store_summary(self, summary: dict) -> None:
+        tmp = self.out / "summary.json.tmp"
+        tmp.write_text(json.dumps(summary, indent=1, default=_json_default) + "\n")
+        os.replace(tmp, self.out / "summary.json")
+
+    def _summary(self, env, table, status, rounds_done, seconds, usage) -> dict:
         final: dict = {}
         rec = env.last_round
         if rec is not None:
             rewards = dict(zip(REWARD_NAMES, rec.components.mean(axis=0).tolist()))
             rewards["total"] = float(rec.totals.mean())
             final = {"rewards": rewards, "network": self._last_network()}
-        llm = None
+        llm, problems = None, []
         if usage is not None:
             t = usage.total()
+            share = fallback_share(usage)
             llm = {"requests": t["requests"], "cached": t["cached"], "prompt_tokens": t["prompt_tokens"],
                    "completion_tokens": t["completion_tokens"], "fallbacks": len(usage.fallbacks),
-                   "repairs": usage.repairs}
+                   "repairs": usage.repairs, "fallback_share": round(share, 4),
+                   "max_fallback_share": self.cfg.run.max_fallback_share}
+            if status == "complete" and t["requests"] and share > self.cfg.run.max_fallback_share:
+                problems.append(f"{share:.0%} of the LLM tasks (an agent's plan, texts, votes... in a round) "
+                                f"fell back ({len(usage.fallbacks)} fallbacks), more than run.max_fallback_share="
+                                f"{self.cfg.run.max_fallback_share:g}: the LLM agents' behaviour is largely "
+                                "stand-ins; the reasons are in the transcripts and the usage log")
         summary = {"status": status, "rounds_completed": int(rounds_done), "max_rounds": env.config.max_rounds,
                    "n_agents": len(env.possible_agents), "agents": list(env.possible_agents),
                    "groups": {a: g for a, g in zip(env.possible_agents, table["group"]) if g},
                    "seed": self.seed, "condition": self.meta.get("condition", {}),
                    "replicate": self.meta.get("replicate", 0), "final": final, "llm": llm,
                    "seconds": round(float(seconds), 3)}
-        tmp = self.out / "summary.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=1, default=_json_default) + "\n")
-        os.replace(tmp, self.out / "summary.json")
+        if problems:       # the run finished but its results should not be used as they are
+            summary["problems"] = problems
         return summary
 
 
@@ -341,6 +464,16 @@ class _Run:
         if not lines or lines[-1].split(",")[0] in ("round", ""):
             return {}
         return {k: _number(v) for k, v in zip(header, lines[-1].split(","))}
+
+
+def fallback_share(usage) -> float:
+    """The share of LLM tasks that fell back: a task is one (agent, round, purpose) — an agent's
+    plan, its texts, its votes, its coach tip in one round — and it fell back when any of its
+    slots did. (Counting fallbacks per request would exceed 1: one failed plan falls back in
+    each of its N slots.)"""
+    failed = {(f.agent, f.round, f.purpose) for f in usage.fallbacks}
+    tasks = {(c.agent, c.round, c.purpose) for c in usage.calls} | failed
+    return len(failed) / len(tasks) if tasks else 0.0
 
 
 def _write_json(path: Path, value) -> None:

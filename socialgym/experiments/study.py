@@ -72,7 +72,7 @@ def run_study(study: str, out: str | Path, *, scale: str = "small", replicates: 
     started = time.perf_counter()
     resumed = (out / SWEEP_FILE).exists()
     if resumed:
-        resume_sweep(out, progress=progress)
+        sweep = resume_sweep(out, progress=progress)
     else:
         overrides = []
         if replicates is not None:
@@ -82,7 +82,7 @@ def run_study(study: str, out: str | Path, *, scale: str = "small", replicates: 
                 raise ConfigError("--model is required with --base-url")
             overrides += [f"llm.base_url={base_url}", f"llm.model={model}", "llm.max_concurrency=16"]
         cfg = load_config(config_path(study, scale), overrides)
-        run_sweep(cfg, out, progress=progress)
+        sweep = run_sweep(cfg, out, progress=progress)
         (out / "study_config.json").write_text(json.dumps({"study": study, "scale": scale}) + "\n")
     result = analyze(out)
     info = json.loads((out / "study_config.json").read_text()) if (out / "study_config.json").is_file() else {}
@@ -91,7 +91,7 @@ def run_study(study: str, out: str | Path, *, scale: str = "small", replicates: 
                  "model": llm.model if llm and llm.base_url else "the embedded SmolLM2-135M",
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores"})
     (out / "study.json").write_text(json.dumps(info, indent=1) + "\n")
-    return result
+    return {**result, "problems": sweep.get("problems", [])}
 
 
 # ---------------------------------------------------------------------------------- reading runs

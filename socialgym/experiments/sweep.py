@@ -132,9 +132,10 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
     return _execute(cfg, out, todo, progress)
 
 
-def resume_sweep(directory: str | Path, progress: bool | None = None) -> dict:
+def resume_sweep(directory: str | Path, progress: bool | None = None, *, trust: bool = False,
+                 allow_config_change: bool = False) -> dict:
     """Run the jobs of the sweep in ``directory`` that are not complete (partial runs resume
-    from their checkpoints), then aggregate again."""
+    from their checkpoints, with ``resume_experiment``'s checks and options), then aggregate again."""
     out = Path(directory)
     manifest = _read_json(out / SWEEP_FILE)
     if manifest is None or not (out / "config.yaml").exists():
@@ -144,7 +145,7 @@ def resume_sweep(directory: str | Path, progress: bool | None = None) -> dict:
     if [j.out for j in todo] != [j["out"] for j in manifest.get("jobs", [])]:
         raise RunError(f"{out}/config.yaml no longer gives the job list of {SWEEP_FILE}; "
                        "was the config edited? start a new sweep instead")
-    return _execute(cfg, out, todo, progress)
+    return _execute(cfg, out, todo, progress, {"trust": trust, "allow_config_change": allow_config_change})
 
 
 def _manifest(cfg: ExperimentConfig, todo: list[Job]) -> dict:
@@ -161,7 +162,8 @@ def _manifest(cfg: ExperimentConfig, todo: list[Job]) -> dict:
     }
 
 
-def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool | None) -> dict:
+def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool | None,
+             options: dict | None = None) -> dict:
     show = progress is not False
     pending = [j for j in todo if not _complete(out / j.out)]
     skipped = len(todo) - len(pending)
@@ -171,7 +173,7 @@ def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool |
     report = _reporter(show, len(pending), results)
     if pending:
         backend = _run_ray if cfg.run.backend == "ray" else _run_local
-        backend(cfg, out, pending, report)
+        backend(cfg, out, pending, report, dict(options or {}))
     failed = [r for r in results if r["error"] is not None]
     path = aggregate(out)
     if failed:
@@ -180,7 +182,10 @@ def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool |
             if len(failed) < len(todo) else ""
         raise RunError(f"{len(failed)} of {len(todo)} sweep jobs failed: {lines}; {rest}"
                        f"fix the cause and run `socialgym resume {out}`")
-    return {"jobs": len(todo), "ran": len(pending), "skipped": skipped, "failed": [], "aggregate": str(path)}
+    problems = [f"{j.name}: {p}" for j in todo for p in (_read_json(out / j.out / "summary.json") or {})
+                .get("problems", [])]
+    return {"jobs": len(todo), "ran": len(pending), "skipped": skipped, "failed": [], "aggregate": str(path),
+            "problems": problems}
 
 
 def _reporter(show: bool, total: int, results: list) -> Callable[[dict], None]:
@@ -201,14 +206,14 @@ def _workers(cfg: ExperimentConfig) -> int:
     return cfg.run.workers or os.cpu_count() or 1
 
 
-def _run_local(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> None:
+def _run_local(cfg: ExperimentConfig, out: Path, pending: list[Job], report, options: dict) -> None:
     import concurrent.futures as cf
     import multiprocessing
 
     workers = min(_workers(cfg), len(pending))
     context = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(run_job, job, str(out)): job for job in pending}
+        futures = {pool.submit(run_job, job, str(out), options): job for job in pending}
         for future in cf.as_completed(futures):
             job = futures[future]
             try:
@@ -217,7 +222,7 @@ def _run_local(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> 
                 report(_result(job, 0.0, exc))
 
 
-def _run_ray(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> None:
+def _run_ray(cfg: ExperimentConfig, out: Path, pending: list[Job], report, options: dict) -> None:
     try:
         import ray
     except ImportError:
@@ -236,7 +241,7 @@ def _run_ray(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> No
         while queue or running:
             while queue and len(running) < workers:     # at most `workers` tasks in flight
                 job = queue.pop(0)
-                running[task.remote(job, str(out))] = job
+                running[task.remote(job, str(out), options)] = job
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
                 job = running.pop(ref)
@@ -249,7 +254,7 @@ def _run_ray(cfg: ExperimentConfig, out: Path, pending: list[Job], report) -> No
             ray.shutdown()
 
 
-def run_job(job: Job, root: str) -> dict:
+def run_job(job: Job, root: str, options: dict | None = None) -> dict:
     """Run (or resume, or skip when complete) one job; never raises: errors come back as text.
     Module-level so that process pools and Ray can pickle it."""
     t0 = time.perf_counter()
@@ -257,7 +262,7 @@ def run_job(job: Job, root: str) -> dict:
     try:
         if not _complete(path):
             if (path / "summary.json").exists() or (path / CHECKPOINT).exists():
-                resume_experiment(path, progress=False)
+                resume_experiment(path, progress=False, **(options or {}))
             else:
                 run_experiment(job.config, path, condition=job.condition, replicate=job.replicate,
                                progress=False)
