@@ -35,18 +35,12 @@ from socialgym.llm import LLMAuthError, LLMClient, LLMError, ResponseCache, reda
 from socialgym.llm.cache import request_key  # noqa: E402
 from socialgym.llm.schemas import Checked, parse_json  # noqa: E402
 from socialgym.llm.testing import FakeReply, FakeServer, sample_schema, schema_of  # noqa: E402
+from test_llm_client import purpose  # noqa: E402
 
 KEY = "sk-hardening-secret-key-987654321"
 MSG = [{"role": "user", "content": "hi"}]
 
 
-def purpose(body: dict) -> str:
-    fmt = body.get("response_format") or {}
-    name = (fmt.get("json_schema") or {}).get("name")
-    if name:
-        return name
-    schema = schema_of(body) or {}
-    return next(iter(schema.get("properties", {"text": 0})))
 
 
 def run_episode(client, n_agents=3, rounds=2, seed=0):
