@@ -28,12 +28,14 @@ demo: install wordlist
 demo-no-llm: install
 	$(BIN)/socialgym demo --no-llm
 
-# Debian's chromium for the report-rendering test (skipped with a reason when it cannot be installed)
+# Debian's chromium and chromium-driver for the report-rendering and viewer tests (Selenium drives
+# /usr/bin/chromedriver: nothing is downloaded at test time); skipped with a reason when they cannot be installed
 browser:
-	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
-		(apt-get install -y -qq chromium >/dev/null 2>&1 || \
-		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) || \
-		echo "chromium not installed: the report-rendering test will be skipped"; }
+	@{ command -v chromium >/dev/null 2>&1 && [ -x /usr/bin/chromedriver ]; } || \
+	{ command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		(apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
+		 (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1)) || \
+		echo "chromium/chromium-driver not installed: the report-rendering and viewer browser tests will be skipped"; }
 
 # Debian's wamerican: the word list of the English-likeness check of agents' texts (docs/llm.md)
 wordlist:

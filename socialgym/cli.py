@@ -2,7 +2,8 @@
 
     socialgym run CONFIG --out DIR [--set key.path=value ...]   # one run, or a sweep/replicates
     socialgym resume DIR                                         # continue after a crash or kill
-    socialgym report DIR                                         # rebuild plots/ and report.html
+    socialgym report DIR                                         # rebuild plots/, report.html and viewer.html
+    socialgym view DIR [--serve]                                 # viewer.html: the run replayed round by round
     socialgym demo [--no-llm] [--out DIR]                        # zero-config: LLM agents, embedded model
     socialgym moderation --out DIR [--discussions N ...]         # the six moderation strategies compared
     socialgym study ties-coach --out DIR [--scale small|paper]   # the core paper's study, figures, claims
@@ -56,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
                                "logging and run sections take effect)")
     p_report = sub.add_parser("report", help="(re)build plots and report.html of a run or sweep")
     p_report.add_argument("dir")
+    p_view = sub.add_parser("view", help="write DIR/viewer.html: the run replayed round by round (or a "
+                                         "moderation run's discussions)")
+    p_view.add_argument("dir")
+    p_view.add_argument("--serve", action="store_true", help="serve it on 127.0.0.1 and open a browser")
+    p_view.add_argument("--port", type=int, default=0, help="with --serve (default: any free port)")
     p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
     p_demo.add_argument("--no-llm", action="store_true", help="scripted agents (greedy + random) instead")
     p_demo.add_argument("--out", default=None, help="run directory (default: runs/demo[-no-llm]-N)")
@@ -91,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             return _resume(args)
         if args.command == "report":
             return _report(args)
+        if args.command == "view":
+            return _view(args)
         if args.command == "study":
             return _study(args)
         return _demo(args)
@@ -129,7 +137,7 @@ def _resume(args) -> int:
 
 def _report(args) -> int:
     from socialgym.experiments import RunError
-    from socialgym.experiments.report import build_report
+    from socialgym.experiments.runner import build_pages
 
     if (Path(args.dir) / "sweep.json").exists():
         from socialgym.experiments import sweep as sweeps
@@ -137,10 +145,45 @@ def _report(args) -> int:
         print(f"aggregate and comparison plots rebuilt in {args.dir}")
         return 0
     try:
-        print(f"report: {build_report(args.dir)}")
+        print(f"report: {build_pages(Path(args.dir))}")
     except (OSError, ValueError) as exc:       # not a run directory, or damaged files
         raise RunError(f"report: {exc}") from None
     return 0
+
+
+def _view(args) -> int:
+    from socialgym.experiments import RunError
+    from socialgym.viewer import ViewerError, build_viewer
+
+    try:
+        page = build_viewer(args.dir)
+    except ViewerError as exc:
+        raise RunError(f"view: {exc}") from None
+    print(f"viewer: {page.resolve()}")
+    if args.serve:
+        _serve(page, args.port)
+    return 0
+
+
+def _serve(page: Path, port: int) -> None:
+    """Serve the page's directory on loopback until Ctrl-C (the page itself needs no server:
+    this is for browsers that restrict file:// pages)."""
+    import functools
+    import http.server
+    import os
+    import webbrowser
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(page.parent))
+    handler.log_message = lambda *a, **k: None
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
+        print(f"serving {url} (Ctrl-C stops)", flush=True)
+        if sys.platform in ("darwin", "win32") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            webbrowser.open(url)          # (without a display, webbrowser could start a text browser)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
 
 
 def _demo(args) -> int:
@@ -202,6 +245,11 @@ def _moderation(args) -> int:
         return 2
     print(f"{summary['discussions']} discussions, {summary['comments']} comments in {summary['seconds']} s; "
           f"see {Path(args.out) / 'summary.md'}")
+    from socialgym.viewer import ViewerError, build_viewer
+    try:
+        print(f"viewer: {build_viewer(args.out).resolve()}")
+    except ViewerError as err:
+        print(f"socialgym moderation: warning: no viewer: {err}", file=sys.stderr)
     return 0
 
 
@@ -229,10 +277,12 @@ def _print_done(out, summary: dict) -> int:
         llm = summary["llm"]
         print(f"LLM: {llm['requests']} requests ({llm['cached']} cached), {llm['prompt_tokens']} prompt + "
               f"{llm['completion_tokens']} completion tokens, {llm['fallbacks']} fallbacks")
-    report = Path(out) / "report.html"
+    report, viewer = Path(out) / "report.html", Path(out) / "viewer.html"
     if report.exists():
         print(f"report: {report.resolve()}")
-    else:
+    if viewer.exists():
+        print(f"viewer: {viewer.resolve()}")
+    if not report.exists():
         print(f"outputs: {Path(out).resolve()}")
     for problem in summary.get("problems", []):
         print(f"socialgym: error: {problem}", file=sys.stderr)

@@ -576,6 +576,9 @@ def _html(run: _Run, figures: list[tuple[Path, str]]) -> str:
         f'<p class="muted">{html.escape(str(run.path.resolve()))}</p>',
         *(f'<p class="problem"><b>Problem:</b> {html.escape(str(p))}</p>'
           for p in (run.summary.get("problems") or [] if isinstance(run.summary.get("problems"), list) else [])),
+        *(['<p class="viewer"><a href="viewer.html">Open the viewer</a>: the run replayed round by round '
+           '(posts, comments and DMs, what each agent saw, its votes, rewards and ties).</p>']
+          if (run.path / "viewer.html").is_file() else []),
         "<h2>Run summary</h2>",
         _table(_summary_rows(run)),
         "<h2>Final values</h2>",

@@ -224,8 +224,7 @@ class _Run:
             if wandb is not None:
                 wandb.finish(env.tie_matrix(), dict(zip(env.possible_agents, table["group"])))
         if cfg.logging.report:
-            from socialgym.experiments.report import build_report
-            build_report(out)
+            build_pages(out)
         return summary
 
     # ------------------------------------------------------------------ construction
@@ -401,8 +400,7 @@ class _Run:
                       file=sys.stderr)
             self._store_summary(summary)
         if self.cfg.logging.report and not (self.out / "report.html").exists():
-            from socialgym.experiments.report import build_report
-            build_report(self.out)
+            build_pages(self.out)
         return summary
 
     def _mark_failed(self, exc: Exception) -> None:
@@ -464,6 +462,21 @@ class _Run:
         if not lines or lines[-1].split(",")[0] in ("round", ""):
             return {}
         return {k: _number(v) for k, v in zip(header, lines[-1].split(","))}
+
+
+def build_pages(out: Path) -> Path:
+    """The pages a person reads: viewer.html (the run replayed: what the agents wrote, saw and
+    built), then report.html, which links it. Returns the report's path."""
+    from socialgym.experiments.report import build_report
+    from socialgym.viewer import ViewerError, build_viewer
+
+    out = Path(out)
+    if (out / "rounds.csv").is_file() and (out / "summary.json").is_file():   # else the report says why
+        try:
+            build_viewer(out)
+        except ViewerError as exc:       # the report says what it can; the viewer says why not
+            print(f"socialgym: warning: no viewer: {exc}", file=sys.stderr)
+    return build_report(out)
 
 
 def fallback_share(usage) -> float:

@@ -281,7 +281,9 @@ def _html(out: Path, runs: list[dict], verdicts, figures) -> str:
                    f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption></figure>'
                    for p, c in figures)
     links = "".join(f'<li><a href="{html.escape(os.path.relpath(r["path"] / "report.html", out))}">'
-                    f'{html.escape(r["condition_id"])} / replicate {r["replicate"]}</a></li>' for r in runs)
+                    f'{html.escape(r["condition_id"])} / replicate {r["replicate"]}</a>'
+                    + (f' (<a href="{html.escape(os.path.relpath(r["path"] / "viewer.html", out))}">viewer</a>)'
+                       if (r["path"] / "viewer.html").is_file() else "") + '</li>' for r in runs)
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>socialgym study: ties-coach"
             "</title><style>body{font-family:sans-serif;max-width:1200px;margin:auto}img{max-width:100%}"
             "td,th{border:1px solid #ccc;padding:4px}table{border-collapse:collapse}</style></head><body>"

@@ -318,7 +318,34 @@ def aggregate(directory: str | Path) -> Path:
     _write_csv(path, ["condition_id", *keys, "round", "metric", "mean", "ci_low", "ci_high", "n"], rows)
     if values:
         _plots(out / "plots", values)
+    _index(out, manifest)
     return path
+
+
+def _index(out: Path, manifest: dict) -> None:
+    """index.html: every run of the sweep with its status and links to its report and viewer."""
+    import html
+
+    rows = []
+    for job in manifest.get("jobs", []):
+        run = out / job["out"]
+        status = (_read_json(run / "summary.json") or {}).get("status", "not started")
+        links = " ".join(f'<a href="{html.escape(job["out"])}/{name}">{label}</a>'
+                         for name, label in (("report.html", "report"), ("viewer.html", "viewer"))
+                         if (run / name).is_file())
+        rows.append(f"<tr><td>{html.escape(str(job['condition_id']))}</td><td>{int(job['replicate'])}</td>"
+                    f"<td>{html.escape(str(status))}</td><td>{links}</td></tr>")
+    page = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<title>socialgym sweep: {html.escape(out.resolve().name)}</title>"
+            "<style>body{font-family:system-ui,sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:.2em .6em}"
+            "table{border-collapse:collapse}</style></head><body>"
+            f"<h1>Sweep {html.escape(out.resolve().name)}</h1><p>{len(rows)} runs; the comparison across conditions "
+            f"is in {AGGREGATE_FILE} and plots/.</p><table><tr><th>condition</th><th>replicate</th><th>status</th>"
+            f"<th>pages</th></tr>{''.join(rows)}</table></body></html>\n")
+    tmp = out / "index.html.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out / "index.html")
 
 
 def mean_ci(samples: Iterable[float], level: float = 0.95) -> tuple[float, float, float, int]:
