@@ -324,3 +324,30 @@ def test_js_float_format_matches_python_repr():
     script = body + "\nconsole.log(JSON.stringify(" + json.dumps(f32) + ".map(pyFloat)));"
     out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
     assert json.loads(out) == [repr(v) for v in f32]
+
+
+def test_cli_view_and_serve_on_loopback(run_dir, tmp_path):
+    """`socialgym view DIR` writes the page and prints its path; `--serve` serves it on 127.0.0.1;
+    a sweep root or a missing directory is one line and exit status 2."""
+    import urllib.request
+
+    root = Path(__file__).resolve().parents[1]
+    work = tmp_path / "run"
+    shutil.copytree(run_dir, work)
+    done = subprocess.run([sys.executable, "-m", "socialgym.cli", "view", str(work)], capture_output=True,
+                          text=True, cwd=root, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == f"viewer: {(work / 'viewer.html').resolve()}"
+    missing = subprocess.run([sys.executable, "-m", "socialgym.cli", "view", str(tmp_path / "nothing")],
+                             capture_output=True, text=True, cwd=root, timeout=120)
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.Popen([sys.executable, "-m", "socialgym.cli", "view", str(work), "--serve"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root, env=env)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        url = re.search(r"serving (http://127\.0\.0\.1:\d+/viewer\.html)", lines[1]).group(1)
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            assert reply.read() == (work / "viewer.html").read_bytes()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
