@@ -117,6 +117,22 @@ class Result:
 CASES: list[Case] = []
 
 
+def accepted_or_recorded(record, expect: str, mode: str):
+    """What a step that did not raise means: (HANDLED, "accepted") for valid input, None when the
+    invalid input was recorded (lenient mode; the caller checks the record), else Bad."""
+    if expect == "valid":
+        if record:
+            raise Bad(f"valid input recorded as invalid: {one_line(record, 200)}")
+        return HANDLED, "accepted"
+    if not record:
+        if expect == "any":
+            return HANDLED, "accepted"
+        raise Bad(f"invalid input silently accepted ({mode} mode)")
+    if mode == "strict":
+        raise Bad(f"strict mode recorded instead of raising: {one_line(record, 200)}")
+    return None
+
+
 def case(category: str, name: str, fn: Callable, *, quick: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
     CASES.append(Case(category, name, fn, quick, timeout))
 
@@ -808,16 +824,9 @@ def action_case(stage: str, build, expect: str, field_name: str, mode: str) -> C
             play_out(env, obs2)
         except Exception as exc:  # noqa: BLE001
             raise Bad(f"env broken by the accepted step: next valid step raised {describe(exc)}{where(exc)}")
-        if expect == "valid":
-            if record:
-                raise Bad(f"valid input recorded as invalid: {one_line(record, 200)}")
-            return HANDLED, "accepted"
-        if not record:
-            if expect == "any":
-                return HANDLED, "accepted"
-            raise Bad(f"invalid input silently accepted ({mode} mode)")
-        if mode == "strict":
-            raise Bad(f"strict mode recorded instead of raising: {one_line(record, 200)}")
+        verdict = accepted_or_recorded(record, expect, mode)
+        if verdict is not None:
+            return verdict
         bad_slots = {r.get("slot") for r in record if isinstance(r, dict) and r.get("slot") is not None}
         n_actions = env.config.n_actions
         if bad_slots and created is not None and created > n_actions - len(bad_slots):
@@ -1222,16 +1231,9 @@ def discussion_case(who: str, action: Any, expect: str, field_name: str, mode: s
                 raise Bad("after the error the discussion differs from one that never saw the action")
             return result
         record = (env.infos.get(agent) or {}).get("invalid") or []
-        if expect == "valid":
-            if record:
-                raise Bad(f"valid action recorded as invalid: {one_line(record, 200)}")
-            return HANDLED, "accepted"
-        if not record:
-            if expect == "any":
-                return HANDLED, "accepted"
-            raise Bad(f"invalid action silently accepted ({mode} mode)")
-        if mode == "strict":
-            raise Bad(f"strict mode recorded instead of raising: {one_line(record, 200)}")
+        verdict = accepted_or_recorded(record, expect, mode)
+        if verdict is not None:
+            return verdict
         if field_name and field_name not in json.dumps(record):
             raise Bad(f"the record does not name {field_name!r}: {one_line(record, 200)}")
         return FALLBACK, one_line(json.dumps(record), 240)
