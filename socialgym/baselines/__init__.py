@@ -3,6 +3,10 @@
     policy.act(observations: dict[agent, obs]) -> dict[agent, action]
 
 one call per environment step for all agents, so LLM policies can run every agent concurrently.
+
+``TorchPolicy`` (the trained PPO network, ``socialgym.baselines.ppo``) is exported lazily:
+``from socialgym.baselines import TorchPolicy`` imports torch (an optional extra,
+``socialgym[torch]``) on first use, and ``import socialgym.baselines`` alone never does.
 """
 
 from socialgym.baselines.greedy import GreedyPolicy
@@ -10,4 +14,25 @@ from socialgym.baselines.protocol import Policy
 from socialgym.baselines.random_policy import RandomPolicy
 from socialgym.baselines.topic_users import TopicUsers
 
+# TorchPolicy is left out of __all__: ``from socialgym.baselines import *`` must not need torch
 __all__ = ["GreedyPolicy", "Policy", "RandomPolicy", "TopicUsers"]
+
+_LAZY = {"TorchPolicy": "socialgym.baselines.ppo"}
+
+
+def __getattr__(name: str):
+    """Lazy exports (PEP 562): the name is imported from its module when first asked for, so
+    torch is only imported by code that uses ``TorchPolicy``. Without torch installed this raises
+    ppo's ImportError, which says how to install it."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
+from socialgym.tasks import draw_lambdas
 
 try:
     import torch
@@ -170,8 +171,8 @@ class Heads:
             for k, m in enumerate(mask_tuples[i]):
                 rows[r, k, : len(m)] = np.asarray(m, bool)
         rows &= self.padding
-        # a component with no allowed value is unused in this state (e.g. the target of a COM
-        # when the feed is empty); the environment still range-checks it, so it takes 0
+        # every env mask row allows a value (unused components allow their no-op) except round 1
+        # with an empty topic list, where no numeric action is valid: take 0 there, the env says why
         rows[..., 0] |= ~rows.any(-1)
         return rows[inverse]
 
@@ -325,12 +326,6 @@ def save_policy(path: Path, net: ActorCritic, heads: Heads, layout: dict, args: 
 
 
 # ---------------------------------------------------------------------------- training
-def draw_lambdas(args: Args, rng: np.random.Generator) -> np.ndarray:
-    if args.lambdas == "dirichlet":
-        return rng.dirichlet(np.ones(len(REWARD_NAMES)), size=args.n_agents)
-    return np.full((args.n_agents, len(REWARD_NAMES)), 1.0 / len(REWARD_NAMES))
-
-
 def collect(env, net: ActorCritic, heads: Heads, args: Args, seed: int, generator) -> dict:
     """One episode of every agent with the current network; arrays indexed [step, agent]."""
     obs_dict, _ = env.reset(seed=seed)
@@ -398,7 +393,8 @@ def train(args: Args, *, progress: bool = True) -> dict:
         batches, episode_returns, comps = [], [], []
         for e in range(args.episodes_per_iteration):
             seed = int(rng.integers(2**31))
-            env = socialgym.parallel_env(**env_kwargs(args), lambdas=draw_lambdas(args, rng), seed=seed)
+            lambdas = draw_lambdas(args.n_agents, rng, args.lambdas)
+            env = socialgym.parallel_env(**env_kwargs(args), lambdas=lambdas, seed=seed)
             ep = collect(env, net, heads, args, seed, generator)
             adv, ret = gae(ep["reward"], ep["value"], args.gamma, args.gae_lambda)
             T, n = ep["reward"].shape

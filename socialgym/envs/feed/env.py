@@ -26,7 +26,8 @@ from socialgym.envs.feed.encoding import (
     DM_FEATURES, FEED_ITEM_FEATURES, SELF_FEATURES, ActionLayout, MaskCache,
 )
 from socialgym.envs.feed.parsing import (
-    ActParser, InvalidAction, SlotColumns, invalid_error, parse_votes, stack_numeric,
+    ActParser, InvalidAction, SlotColumns, invalid_error, numeric_matrix, numeric_payload, parse_votes,
+    stack_numeric,
 )
 from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, TONE_SENTIMENT, RoundBatch
@@ -231,7 +232,13 @@ class FeedEnv(ParallelEnv):
         invalid action in strict mode, the recommender, the tie scorer, the sentiment scorer, a
         reward hook, building the observations — the environment is left exactly as it was
         before the call (content, ids, topics, ties, RNG state, round, phase, recommender state
-        via its ``state_dict``/``load_state_dict``), so the step can be retried."""
+        via its ``state_dict``/``load_state_dict``), so the step can be retried.
+
+        An agent's action is structured (a dict) or numeric: an ``np.ndarray``, a flat list or
+        tuple of integers, or a torch tensor (detached and moved to the CPU with ``.cpu()``, so
+        CUDA tensors work, one device-to-host copy per agent; torch is not imported here) or
+        any object with ``__array__``. A ragged list, a wrong shape or a non-integer dtype is an
+        invalid action of that agent (named in the error)."""
         self._require_state("step")
         if not self.agents:
             raise RuntimeError("the episode is over; call reset()")
@@ -260,7 +267,8 @@ class FeedEnv(ParallelEnv):
         """Vectorised step of all agents at once — the scale path for neural policies.
 
         ``actions``: an (n_agents, L) integer matrix, row i the numeric action of agent i (the
-        encoding of ``action_space``). Same rules, validation and state as :meth:`step`; only the
+        encoding of ``action_space``): an ndarray, a nested list or a torch tensor (moved to the
+        CPU with ``.cpu()``). Same rules, validation and state as :meth:`step`; only the
         containers differ, so no per-agent dicts are built. Returns ``(obs, rewards, terminated,
         truncated, info)``: ``obs`` a dict of stacked arrays (``self`` (n, 14), ``feed`` (n, F, 10),
         ``dms`` (n, D, 6), ``vote_items`` (n, V, 10), ``phase``, ``round``, and ``action_mask``,
@@ -272,7 +280,7 @@ class FeedEnv(ParallelEnv):
         self._require_state("step_arrays")
         if not self.agents:
             raise RuntimeError("the episode is over; call reset()")
-        matrix = np.asarray(actions)
+        matrix = numeric_matrix(actions)
         shape = (self.config.n_agents, self.layout.length)
         if matrix.shape != shape or matrix.dtype.kind not in "iu":
             raise ValueError(f"step_arrays takes an integer matrix of shape {shape}, "
@@ -378,9 +386,15 @@ class FeedEnv(ParallelEnv):
             payload = actions.get(agent, _MISSING)
             if payload is _MISSING:
                 handle(i, InvalidAction(None, "actions", "no action given for this agent"))
-            elif isinstance(payload, np.ndarray):
+                continue
+            try:
+                vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, "actions")
+            except InvalidAction as err:
+                handle(i, err)
+                continue
+            if vector is not None:
                 numeric_agents.append(i)
-                numeric_vectors.append(payload)
+                numeric_vectors.append(vector)
             else:
                 parser.parse_structured(i, payload, cols, lambda err, i=i: handle(i, err))
         parser.parse_numeric(np.asarray(numeric_agents, np.int64), numeric_vectors, cols, handle)
@@ -494,9 +508,14 @@ class FeedEnv(ParallelEnv):
             if payload is _MISSING:
                 handle(i, InvalidAction(None, "votes", "no votes given for this agent (send {'votes': {}})"))
                 continue
-            if isinstance(payload, np.ndarray):
+            try:
+                vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, "votes")
+            except InvalidAction as err:
+                handle(i, err)
+                continue
+            if vector is not None:
                 numeric_agents.append(i)
-                numeric_vectors.append(payload)
+                numeric_vectors.append(vector)
                 continue
             votes = parse_votes(self, i, payload, lambda err, i=i: handle(i, err))
             if votes:
@@ -623,14 +642,20 @@ class FeedEnv(ParallelEnv):
         return obs
 
     def _masks(self) -> list:
-        n_feed = (self._feed >= 0).sum(axis=1)
-        n_dms = (self._inbox >= 0).sum(axis=1)
-        n_votes = (self._vote_items >= 0).sum(axis=1)
-        D1, V1 = self.config.dm_inbox_size + 1, self.config.vote_feed_size + 1
-        codes, inverse = np.unique((n_feed * D1 + n_dms) * V1 + n_votes, return_inverse=True)
-        first, n_topics = self.round == 1, len(self.vocab)
-        tuples = [self._mask_cache.get(first, int(c // (D1 * V1)), int(c // V1 % D1), int(c % V1), n_topics)
-                  for c in codes.tolist()]
+        """Per-agent mask tuples (shared between agents with equal masks). The act phase's
+        masks depend on the filled feed and inbox slots, the vote phase's on the filled vote
+        slots only (the act part is inert there, as the env ignores it)."""
+        cache = self._mask_cache
+        if self.phase == "vote":
+            codes, inverse = np.unique((self._vote_items >= 0).sum(axis=1), return_inverse=True)
+            tuples = [cache.get(True, False, 0, 0, c, 0) for c in codes.tolist()]
+        else:
+            n_feed = (self._feed >= 0).sum(axis=1)
+            n_dms = (self._inbox >= 0).sum(axis=1)
+            D1 = self.config.dm_inbox_size + 1
+            codes, inverse = np.unique(n_feed * D1 + n_dms, return_inverse=True)
+            first, n_topics = self.round == 1, len(self.vocab)
+            tuples = [cache.get(False, first, c // D1, c % D1, 0, n_topics) for c in codes.tolist()]
         return [tuples[j] for j in inverse.tolist()]
 
     def _numeric_arrays(self) -> dict:

@@ -326,6 +326,67 @@ def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> tuple[np.ndar
     return rows.astype(np.int64, copy=False), srt[rows, cols].astype(np.int64, copy=False)
 
 
+def numeric_payload(payload: Any, field: str) -> np.ndarray | None:
+    """One agent's numeric action as an ndarray, or None when ``payload`` is not numeric (a
+    structured payload, or something that is neither: the structured parser reports it).
+
+    Accepted: an ``np.ndarray``; a list or tuple of numbers; a torch tensor (detached and moved
+    to the CPU with ``.cpu()``, so a CUDA tensor works too, at the cost of a device-to-host copy
+    per agent — pass one matrix to ``step_arrays`` to copy once); any other object with
+    ``__array__`` (``np.asarray``). torch itself is never imported here. Shape and dtype are
+    checked afterwards (``stack_numeric``); a list that numpy cannot turn into an array (ragged
+    rows) or an object whose conversion fails is an ``InvalidAction`` of the agent.
+    """
+    if isinstance(payload, np.ndarray):
+        return payload
+    if isinstance(payload, (Mapping, str, bytes)):
+        return None
+    if isinstance(payload, (list, tuple)):
+        if payload and isinstance(payload[0], Mapping):
+            return None     # a list of action dicts: a structured payload missing {"actions": ...}
+        try:
+            return np.asarray(payload)
+        except (ValueError, TypeError, OverflowError) as err:
+            raise InvalidAction(None, field, f"numeric action must be a flat list of integers, got a "
+                                             f"{type(payload).__name__} numpy cannot read as one array "
+                                             f"(ragged or nested rows?): {_first_line(err)}") from None
+    try:
+        if _is_tensor(payload):
+            return payload.detach().cpu().numpy()
+        if hasattr(payload, "__array__"):
+            return np.asarray(payload)
+    except Exception as err:   # noqa: BLE001 - any conversion failure is this agent's invalid action
+        raise InvalidAction(None, field, f"numeric action of type {type(payload).__name__} could not be "
+                                         f"converted to a numpy array: {_first_line(err)}") from None
+    return None
+
+
+def numeric_matrix(actions: Any) -> np.ndarray:
+    """``step_arrays``' action matrix as an ndarray: an ndarray, a nested list, a torch tensor
+    (detached, moved to the CPU) or any object with ``__array__``; ValueError if it cannot be
+    converted (e.g. ragged rows)."""
+    if isinstance(actions, np.ndarray):
+        return actions
+    try:
+        if _is_tensor(actions):
+            return actions.detach().cpu().numpy()
+        return np.asarray(actions)
+    except Exception as err:   # noqa: BLE001
+        raise ValueError(f"step_arrays could not convert the actions ({type(actions).__name__}) to a numpy "
+                         f"integer matrix (ragged rows?): {_first_line(err)}") from None
+
+
+def _is_tensor(x: Any) -> bool:
+    """A torch tensor (or a look-alike), recognised without importing torch."""
+    return (type(x).__module__.split(".")[0] == "torch" and callable(getattr(x, "detach", None))
+            and callable(getattr(x, "cpu", None)) and callable(getattr(x, "numpy", None)))
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return (text.splitlines()[0][:160] if text else type(err).__name__)
+
+
 def stack_numeric(agents: np.ndarray, vectors: list, lay: ActionLayout, field: str,
                   on_invalid) -> tuple[np.ndarray, np.ndarray]:
     """Stack numeric action vectors into an (a, L) int64 matrix, reporting malformed ones.
