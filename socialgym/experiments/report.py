@@ -507,6 +507,12 @@ def _table(rows: list[tuple[Any, Any]], header: tuple[str, str] | None = None) -
     return "\n".join(out)
 
 
+def _problems(run: _Run) -> list:
+    """summary.json's ``problems`` (e.g. too many LLM fallbacks); [] when absent or malformed."""
+    problems = run.summary.get("problems")
+    return problems if isinstance(problems, list) else []
+
+
 def _summary_rows(run: _Run) -> list[tuple[str, Any]]:
     s = run.summary
     rounds_text = _fmt(s.get("rounds_completed"))
@@ -574,8 +580,7 @@ def _html(run: _Run, figures: list[tuple[Path, str]]) -> str:
         "<body>",
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="muted">{html.escape(str(run.path.resolve()))}</p>',
-        *(f'<p class="problem"><b>Problem:</b> {html.escape(str(p))}</p>'
-          for p in (run.summary.get("problems") or [] if isinstance(run.summary.get("problems"), list) else [])),
+        *(f'<p class="problem"><b>Problem:</b> {html.escape(str(p))}</p>' for p in _problems(run)),
         *(['<p class="viewer"><a href="viewer.html">Open the viewer</a>: the run replayed round by round '
            '(posts, comments and DMs, what each agent saw, its votes, rewards and ties).</p>']
           if (run.path / "viewer.html").is_file() else []),

@@ -415,9 +415,7 @@ class _Run:
         return summary
 
     def _store_summary(self, summary: dict) -> None:
-        tmp = self.out / "summary.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=1, default=_json_default) + "\n")
-        os.replace(tmp, self.out / "summary.json")
+        _write_json(self.out / "summary.json", summary, default=_json_default, ensure_ascii=True)
 
     def _summary(self, env, table, status, rounds_done, seconds, usage) -> dict:
         final: dict = {}
@@ -489,9 +487,10 @@ def fallback_share(usage) -> float:
     return len(failed) / len(tasks) if tasks else 0.0
 
 
-def _write_json(path: Path, value) -> None:
+def _write_json(path: Path, value, *, default=None, ensure_ascii: bool = False) -> None:
+    """Atomically: the old file or the new one, never half."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=ensure_ascii, default=default) + "\n")
     os.replace(tmp, path)
 
 

@@ -49,7 +49,8 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.config import (ExperimentConfig, dump_yaml, grid, load_config, thaw, to_dict,
                                          with_values)
-from socialgym.experiments.runner import CHECKPOINT, RunError, resume_experiment, run_experiment
+from socialgym.experiments.runner import CHECKPOINT, RunError, _read_json, resume_experiment, run_experiment
+from socialgym.experiments.runner import _write_json
 
 SWEEP_FILE = "sweep.json"
 SWEEP_VERSION = 1
@@ -128,7 +129,7 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
     todo = jobs(cfg)
     out.mkdir(parents=True, exist_ok=True)
     dump_yaml(cfg, out / "config.yaml")
-    _write_json(out / SWEEP_FILE, _manifest(cfg, todo))
+    _write_json(out / SWEEP_FILE, _manifest(cfg, todo), default=str, ensure_ascii=True)
     return _execute(cfg, out, todo, progress)
 
 
@@ -466,19 +467,6 @@ def _float(text: str) -> float:
 def _numeric(text: str) -> bool:
     """Empty or a number (empty cells and nan are allowed in numeric columns)."""
     return text == "" or not math.isnan(_float(text)) or text.strip().lower() == "nan"
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 __all__ = ["Job", "jobs", "condition_id", "run_sweep", "resume_sweep", "aggregate", "mean_ci", "run_job"]

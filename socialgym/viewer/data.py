@@ -3,7 +3,7 @@
 ``load_run(run_dir)`` reads what the experiment runner wrote (see
 ``socialgym/experiments/recorder.py``): ``summary.json``, ``run.json``, ``config.yaml``,
 ``personas.json``, ``rounds.csv``, ``network.csv``, ``events.jsonl``, ``transcripts.jsonl`` and
-``ties/round_XXXX.npz``. Whatever is missing or unreadable becomes a line of ``data["notices"]``
+``ties/round_<NNNN>.npz``. Whatever is missing or unreadable becomes a line of ``data["notices"]``
 (a killed run, transcripts or events not logged, a damaged line): the page says what it lacks.
 A directory that is no run raises :class:`ViewerError` with a one-line message.
 
