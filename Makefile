@@ -84,9 +84,9 @@ study: install
 reproduction: install
 	$(BIN)/python benchmarks/reproduction.py
 
-## train: PPO with parameter sharing on the feed env (runs/ppo), then random/greedy/PPO evaluation
+## train: PPO with parameter sharing on the mixed task (runs/ppo), then random/greedy/PPO evaluation
 train: install
-	$(BIN)/python -m socialgym.baselines.ppo --iterations 60 --out runs/ppo
+	$(BIN)/python -m socialgym.baselines.ppo --task mixed --out runs/ppo
 	$(BIN)/python -m socialgym.baselines.evaluate --model runs/ppo/model.pt --episodes 10
 
 clean:

@@ -2284,7 +2284,7 @@ def _torch_save(path: Path, obj: Any) -> None:
 def _model_file(kind: str) -> Callable[[Path, Path], None]:
     def make(path: Path, mark: Path) -> None:
         if kind == "hostile torch.save":
-            _torch_save(path, {"format": "socialgym-ppo-1", "state_dict": _RunsCode(mark)})
+            _torch_save(path, {"format": "socialgym-ppo-2", "state_dict": _RunsCode(mark)})
         elif kind == "hostile raw pickle":
             path.write_bytes(hostile_pickle(mark))
         elif kind == "text file":
@@ -2294,12 +2294,14 @@ def _model_file(kind: str) -> Callable[[Path, Path], None]:
         elif kind == "random bytes":
             path.write_bytes(RNG_BYTES)
         elif kind == "format tag only":
-            _torch_save(path, {"format": "socialgym-ppo-1"})
+            _torch_save(path, {"format": "socialgym-ppo-2"})
         elif kind == "wrong shapes":
             import torch
-            _torch_save(path, {"format": "socialgym-ppo-1", "state_dict": {"w": torch.zeros(2)}, "nvec": [2, 2],
-                               "act_length": 1, "n_features": 3, "hidden": 4, "layout": {}, "max_rounds": 2,
-                               "args": {}})
+            _torch_save(path, {"format": "socialgym-ppo-2", "state_dict": {"w": torch.zeros(2)},
+                               "env_nvec": [2, 2], "act_length": 1, "peer_components": [], "widths": {},
+                               "n_features": 3, "hidden": 4, "obs_mean": None, "obs_var": None, "args": {},
+                               "interface": {"n_actions": 1, "feed_size": 1, "dm_inbox_size": 1, "max_topics": 1,
+                                             "vote_feed_size": 1}})
         elif kind == "a list of tensors":
             import torch
             _torch_save(path, [torch.zeros(2)])

@@ -131,6 +131,15 @@ def moderation_rows(moderation: Path | None) -> list[list[str]]:
              f"**{verdict}**"]]
 
 
+def learnability_section() -> str:
+    """The section benchmarks/tasks.py writes, rebuilt from its results so this page keeps it."""
+    from tasks import RESULTS, learnability_markdown
+
+    if not RESULTS.is_file():
+        return "Not measured yet: run `python benchmarks/tasks.py --train`."
+    return learnability_markdown(json.loads(RESULTS.read_text()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--study", default="runs/study-small")
@@ -166,6 +175,11 @@ def main() -> None:
             if source.is_file():
                 shutil.copyfile(source, DOCS / "images" / f"study_{name}.png")
                 lines += [f"![{caption}](images/study_{name}.png)", ""]
+    lines += ["", "## Learnability by reinforcement learning", "",
+              "socialgym's own, model-free test of claim 2: PPO on the same rewards (the registered single-reward "
+              "tasks, docs/tasks.md). Which reward does a standard learner pick up most easily, measured against "
+              "random play and the hand-written greedy heuristic?", "",
+              "<!-- tasks-learnability:begin -->", learnability_section(), "<!-- tasks-learnability:end -->"]
     lines += ["", "## Rules", "",
               "- Core paper, claims 1-4: see `socialgym/experiments/claims.py` (slope intervals, rank of INF and "
               "COORD, paired coach differences over the first and last thirds of rounds, spread across θ and "

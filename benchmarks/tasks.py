@@ -1,21 +1,37 @@
-"""Baseline scores of every registered task (socialgym/tasks.py), written into docs/tasks.md.
+"""Baseline scores of every registered task (socialgym/tasks.py), written into the docs.
 
-    .venv/bin/python benchmarks/tasks.py                      # both sizes, 10 episodes, seeds 10000..10009
+    .venv/bin/python benchmarks/tasks.py --train              # train PPO per small task, then measure all
+    .venv/bin/python benchmarks/tasks.py                      # measure with the models already in --models
     .venv/bin/python benchmarks/tasks.py --sizes small --episodes 5 --no-docs
 
-Per task and policy (random, greedy): one fresh policy plays ``--episodes`` episodes on the
-held-out seeds ``--seed .. --seed+episodes-1`` (the evaluation seeds of
-``socialgym.baselines.evaluate``; training uses others), through
-``socialgym.baselines.evaluate.play``. An agent's episode return is its λ-weighted total summed
-over rounds, with the episode's λ (one-hot for a single-reward task, the reset's draw for
-``mixed``); the mean over agents is one sample per episode, and the table gives the mean over
-episodes with a 95 % t-interval. Writes ``benchmarks/results_tasks.json`` and the sections
-``tasks-sizes`` and ``tasks-baselines`` of ``docs/tasks.md``.
+Per task and policy (random, greedy, PPO): one fresh policy plays ``--episodes`` episodes on the
+held-out seeds ``--seed .. --seed+episodes-1`` through ``socialgym.baselines.evaluate.evaluate``
+(training uses seeds at or above 2**20, its in-training evaluation 20000...). An agent's
+episode return is its λ-weighted total summed over rounds, with the episode's λ (one-hot for a
+single-reward task, the reset's draw for ``mixed``); the mean over agents is one sample per
+episode, and the table gives the mean over episodes with a 95 % t-interval.
+
+PPO is trained on each *small* task with the default ``Args`` of socialgym/baselines/ppo.py
+(``--train``; models in ``--models/<objective>/``); a large task is played by the model of its
+small task (the per-agent interface is the same, so the network acts at any population size).
+
+Learnability (socialgym's own test of the core paper's claim 2): per single-reward task the
+normalised gain (PPO − random) / (greedy − random) on the held-out seeds, and the first
+iteration whose in-training evaluation (``eval_return``, validation seeds) reaches greedy's
+score on the same validation seeds.
+
+Transfer: each small task's PPO network also plays the task with ``--transfer-agents`` (50)
+agents, beside random and greedy at that size.
+
+Writes ``benchmarks/results_tasks.json``, the sections ``tasks-sizes``, ``tasks-baselines`` and
+``tasks-transfer`` of docs/tasks.md, ``tasks-learnability`` of docs/reproduction.md, ``training-mixed`` of
+docs/training.md and the mixed task's learning curve docs/images/ppo_mixed_curve.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -23,43 +39,77 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _docs import write_section  # noqa: E402
+from _docs import DOCS, write_section  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results_tasks.json"
-POLICIES = ("random", "greedy")
-LATER = ("PPO", "LLM")        # columns filled by later work
+MODELS = Path("runs/tasks")
+POLICIES = ("random", "greedy", "ppo")
+LABELS = {"random": "random", "greedy": "greedy", "ppo": "PPO"}
+LATER = ("LLM",)        # the embedded-model column: not measured yet (see docs/tasks.md)
 
 
-def make_policy(name: str, seed: int):
+def make_policy(name: str, seed: int, model: Path | None = None):
     from socialgym.baselines import GreedyPolicy, RandomPolicy
 
+    if name == "ppo":
+        from socialgym.baselines.ppo import TorchPolicy
+        return TorchPolicy.load(model, seed=seed)
     return {"random": RandomPolicy, "greedy": GreedyPolicy}[name](seed=seed)
 
 
-def measure(task_id: str, policy: str, episodes: int, seed: int) -> dict:
-    """Mean episode return per agent (and per component) of ``policy`` on ``task_id``."""
-    import socialgym
-    from socialgym.baselines.evaluate import _t95, play
+def measure(task_id: str, policy: str, episodes: int, seed: int, model: Path | None = None,
+            overrides: dict | None = None) -> dict:
+    """Mean episode return per agent (and per component) of ``policy`` on ``task_id`` (with
+    FeedConfig ``overrides``, e.g. another population size)."""
+    from socialgym.baselines.evaluate import evaluate
     from socialgym.config import REWARD_NAMES
 
-    env = socialgym.make(task_id)             # structured observations: what greedy reads
-    agent = make_policy(policy, seed)
-    returns, comps = [], []
     start = time.perf_counter()
-    for e in range(episodes):
-        c = play(env, agent, seed + e)        # (n, 5), summed over rounds; resets with the seed
-        returns.append(float((c * env.lambdas).sum(1).mean()))
-        comps.append(c.mean(0))
-    seconds = time.perf_counter() - start
-    r = np.array(returns)
-    half = _t95(len(r)) * r.std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else float("nan")
+    row = evaluate({policy: lambda: make_policy(policy, seed, model)}, task_id, overrides=overrides,
+                   episodes=episodes, seed=seed)[0]
     return {"task": task_id, "policy": policy, "episodes": episodes, "seeds": [seed, seed + episodes - 1],
-            "return_mean": float(r.mean()), "return_ci95": float(half), "returns": returns,
-            **{f"{k}_mean": float(v) for k, v in zip(REWARD_NAMES, np.mean(comps, axis=0))},
-            "seconds": round(seconds, 2)}
+            "return_mean": row["total"], "return_ci95": row["total_ci95"], "returns": row["returns"],
+            **{f"{k}_mean": row[k] for k in REWARD_NAMES}, "seconds": round(time.perf_counter() - start, 2),
+            **({"model": str(model)} if model else {}), **({"overrides": overrides} if overrides else {})}
+
+
+def train_ppo(objective: str, models: Path, iterations: int | None) -> dict:
+    """Train PPO on the small task of ``objective`` with the default Args; returns its budget."""
+    import dataclasses
+
+    from socialgym.baselines import ppo
+
+    args = ppo.Args(task=objective, out=str(models / objective))
+    if iterations:
+        args = dataclasses.replace(args, iterations=iterations)
+    print(f"training PPO on {objective}: {args.iterations} iterations x {args.num_envs} episodes", flush=True)
+    ppo.train(args, progress=False)
+    return budget(models / objective)
+
+
+def budget(directory: Path) -> dict:
+    """The training budget of a trained model, from its train_log.csv and args.json."""
+    rows = read_log(directory)
+    args = json.loads((directory / "args.json").read_text())
+    last = rows[-1]
+    return {"iterations": int(last["iteration"]), "episodes": int(last["episodes"]),
+            "decisions": int(last["iteration"]) * int(last["decisions"]), "seconds": float(last["seconds"]),
+            "args": args}
+
+
+def read_log(directory: Path) -> list[dict]:
+    with open(directory / "train_log.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def iterations_to(rows: list[dict], target: float) -> dict | None:
+    """The first logged evaluation at or above ``target``: its iteration and seconds."""
+    for r in rows:
+        value = float(r["eval_return"])
+        if value == value and value >= target:
+            return {"iteration": int(r["iteration"]), "seconds": float(r["seconds"])}
+    return None
 
 
 # ---------------------------------------------------------------------------- markdown
@@ -85,25 +135,157 @@ def sizes_markdown() -> str:
     return "\n".join(lines)
 
 
+def _cell(row: dict | None) -> str:
+    return "not measured" if row is None else f"{row['return_mean']:.3f} ± {row['return_ci95']:.3f}"
+
+
 def baselines_markdown(data: dict) -> str:
+    from socialgym.tasks import TASKS
+
     meta = data["meta"]
     by = {(r["task"], r["policy"]): r for r in data["results"]}
     tasks = list(dict.fromkeys(r["task"] for r in data["results"]))
-    lines = ["| task | " + " | ".join(POLICIES) + " | " + " | ".join(LATER) + " |",
-             "|---|" + "---:|" * len(POLICIES) + "---|" * len(LATER)]
+    lines = ["| task | " + " | ".join(LABELS[p] for p in POLICIES) + " | " + " | ".join(LATER)
+             + " | PPO's training budget |",
+             "|---|" + "---:|" * len(POLICIES) + "---|" * len(LATER) + "---|"]
     for t in tasks:
-        cells = [f"{by[t, p]['return_mean']:.3f} ± {by[t, p]['return_ci95']:.3f}" for p in POLICIES]
-        lines.append(f"| `{t}` | " + " | ".join(cells) + " | " + " | ".join("not yet measured" for _ in LATER) + " |")
+        objective = TASKS[t].objective
+        b = data.get("training", {}).get(objective)
+        if b is None:
+            spent = "not trained"
+        else:
+            spent = (f"{b['iterations']} iterations, {b['episodes']:,} episodes, {b['seconds'] / 60:.1f} min"
+                     + ("" if TASKS[t].size == "small" else f" (the small task's model, at {TASKS[t].size} size)"))
+        lines.append(f"| `{t}` | " + " | ".join(_cell(by.get((t, p))) for p in POLICIES) + " | "
+                     + " | ".join("not measured" for _ in LATER) + f" | {spent} |")
     lines += ["", f"Mean episode return per agent (λ-weighted total summed over rounds) ± the 95 % t-interval "
                   f"over {meta['episodes']} episodes on the held-out seeds {meta['seed']}–"
-                  f"{meta['seed'] + meta['episodes'] - 1}; structured observations. Measured by "
-                  f"`benchmarks/tasks.py` in {meta['seconds']:.0f} s on {meta['machine']} "
-                  f"(raw numbers, per-component means and per-episode returns: `benchmarks/results_tasks.json`)."]
-    flat = [f"{r['policy']} on `{r['task']}`" for r in data["results"] if r["return_ci95"] < 5e-4]
+                  f"{meta['seed'] + meta['episodes'] - 1}. PPO samples its actions (its evaluation uses the "
+                  f"same stochastic policy it was trained as). Measured by `benchmarks/tasks.py` in "
+                  f"{meta['seconds']:.0f} s on {meta['machine']}, training excluded (raw numbers, per-component "
+                  f"means and per-episode returns: `benchmarks/results_tasks.json`)."]
+    flat = [f"{LABELS[r['policy']]} on `{r['task']}`" for r in data["results"] if r["return_ci95"] < 5e-4]
     if flat:
         lines += ["", f"± 0.000 ({', '.join(flat)}): the episodes' returns agree to three decimals — a population "
                       "of that policy acts (nearly) the same whatever the seed."]
     return "\n".join(lines)
+
+
+def transfer_markdown(data: dict) -> str:
+    rows = data.get("transfer", [])
+    if not rows:
+        return "Not measured yet: run `python benchmarks/tasks.py --train`."
+    n = rows[0]["overrides"]["n_agents"]
+    by = {(r["task"], r["policy"]): r for r in rows}
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    lines = ["| task | agents | random | greedy | PPO (trained at 20 agents) |", "|---|---:|---:|---:|---:|"]
+    for t in tasks:
+        lines.append(f"| `{t}` | {n} | " + " | ".join(_cell(by.get((t, p))) for p in POLICIES) + " |")
+    meta = data["meta"]
+    lines += ["", f"Each small task played by {n} agents instead of 20 (`overrides={{'n_agents': {n}}}`), the "
+                  f"PPO network of that task unchanged; {meta['episodes']} held-out episodes (seeds {meta['seed']}–"
+                  f"{meta['seed'] + meta['episodes'] - 1}), mean episode return per agent ± 95 % t-interval. "
+                  "Written by `benchmarks/tasks.py`."]
+    return "\n".join(lines)
+
+
+def learnability_rows(data: dict) -> list[dict]:
+    from socialgym.config import REWARD_NAMES
+    from socialgym.tasks import task_id
+
+    by = {(r["task"], r["policy"]): r for r in data["results"]}
+    out = []
+    for objective in REWARD_NAMES:
+        t = task_id(objective)
+        random, greedy, trained = (by.get((t, p)) for p in POLICIES)
+        if trained is None:
+            continue
+        gap = greedy["return_mean"] - random["return_mean"]
+        learn = data.get("learnability", {}).get(objective, {})
+        out.append({"objective": objective, "random": random["return_mean"], "greedy": greedy["return_mean"],
+                    "ppo": trained["return_mean"], "ppo_ci95": trained["return_ci95"],
+                    "gain": (trained["return_mean"] - random["return_mean"]) / gap if gap else float("nan"),
+                    "reached": learn.get("reached"), "iterations": data["training"][objective]["iterations"],
+                    "greedy_validation": learn.get("greedy_validation")})
+    return out
+
+
+def learnability_markdown(data: dict) -> str:
+    rows = learnability_rows(data)
+    if not rows:
+        return "Not measured yet: run `python benchmarks/tasks.py --train`."
+    lines = ["| task | random | greedy | PPO | normalised gain (PPO − random) / (greedy − random) | "
+             "iterations to reach greedy |", "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        reached = (f"{r['reached']['iteration']} ({r['reached']['seconds']:.0f} s)" if r["reached"]
+                   else f"not within {r['iterations']}")
+        lines.append(f"| {r['objective']} | {r['random']:.3f} | {r['greedy']:.3f} | {r['ppo']:.3f} ± "
+                     f"{r['ppo_ci95']:.3f} | {r['gain']:.2f} | {reached} |")
+
+    def key(r):   # easiest first: reached greedy sooner, then larger gain
+        return (r["reached"]["iteration"] if r["reached"] else float("inf"), -r["gain"])
+    ranking = " > ".join(r["objective"] for r in sorted(rows, key=key))
+    meta = data["meta"]
+    lines += ["", f"socialgym's ranking, easiest to learn first (fewest iterations to greedy, then largest "
+                  f"gain): **{ranking}**. The paper (claim 2 above): INF easiest, COORD hardest.", "",
+              f"PPO with the default `Args` of `socialgym/baselines/ppo.py` on each small task; returns on the "
+              f"held-out seeds {meta['seed']}–{meta['seed'] + meta['episodes'] - 1} (docs/tasks.md); "
+              "\"iterations to reach greedy\" is the first in-training evaluation (every "
+              f"{data['training'][rows[0]['objective']]['args']['eval_every']} iterations, validation seeds "
+              "20000…) at or above greedy's mean on the same validation seeds. The gain is a ratio of "
+              "differences of means; where greedy is close to random (INF) it is noisy. Written by "
+              "`benchmarks/tasks.py`."]
+    return "\n".join(lines)
+
+
+def mixed_markdown(data: dict) -> str:
+    """The mixed task's table with components, for docs/training.md."""
+    from socialgym.config import REWARD_NAMES
+    from socialgym.tasks import task_id
+
+    t = task_id("mixed")
+    rows = [r for r in data["results"] if r["task"] == t]
+    b = data.get("training", {}).get("mixed")
+    if b is None or not rows:
+        return "Not measured yet: run `python benchmarks/tasks.py --train`."
+    meta = data["meta"]
+    lines = ["| policy | " + " | ".join(REWARD_NAMES) + " | total (λ-weighted) |",
+             "|---|" + "---:|" * (len(REWARD_NAMES) + 1)]
+    for r in rows:
+        lines.append(f"| {LABELS[r['policy']]} | " + " | ".join(f"{r[c + '_mean']:.3f}" for c in REWARD_NAMES)
+                     + f" | {_cell(r)} |")
+    by = {r["policy"]: r for r in rows}
+    ppo, greedy = by["ppo"], by["greedy"]
+    ratio = ppo["return_mean"] / greedy["return_mean"] - 1
+    apart = ppo["return_mean"] - ppo["return_ci95"] > greedy["return_mean"] + greedy["return_ci95"]
+    lines += ["", f"`{t}`, {meta['episodes']} held-out episodes (seeds {meta['seed']}–"
+                  f"{meta['seed'] + meta['episodes'] - 1}). PPO trained for {b['iterations']} iterations "
+                  f"({b['episodes']:,} episodes, {b['decisions']:,} decisions) in {b['seconds'] / 60:.1f} min on "
+                  f"{meta['machine']}: **{ratio:+.1%} against greedy**, intervals "
+                  f"{'apart' if apart else 'overlapping'}. Component columns are unweighted sums over rounds; "
+                  "the total weighs them by each agent's λ.", "",
+              "![PPO on the mixed task: in-training evaluation against greedy and random](images/ppo_mixed_curve.png)"]
+    return "\n".join(lines)
+
+
+def curve(directory: Path, out_png: Path, lines_at: dict[str, float], title: str) -> None:
+    from socialgym.experiments.report import _figure, _save
+
+    rows = read_log(directory)
+    fig = _figure(7, 4)
+    ax = fig.add_subplot()
+    ax.plot([int(r["iteration"]) for r in rows], [float(r["return_mean"]) for r in rows], linewidth=0.8,
+            alpha=0.6, label="PPO, training episodes (team-spirit policy, sampled)")
+    ev = [(int(r["iteration"]), float(r["eval_return"])) for r in rows if float(r["eval_return"]) == float(r["eval_return"])]
+    ax.plot([i for i, _ in ev], [v for _, v in ev], marker="o", markersize=3, label="PPO, validation seeds")
+    for name, value in lines_at.items():
+        ax.axhline(value, linestyle="--", linewidth=1, color={"greedy": "C2", "random": "C3"}.get(name),
+                   label=f"{name}, validation seeds")
+    ax.set_xlabel("PPO iteration")
+    ax.set_ylabel("mean episode return per agent (λ-weighted)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, out_png)
 
 
 def _cores() -> int:
@@ -111,37 +293,85 @@ def _cores() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from socialgym.tasks import SIZES, TASKS
+    from socialgym.baselines.ppo import VALIDATION_SEED, Args
+    from socialgym.config import REWARD_NAMES
+    from socialgym.tasks import OBJECTIVES, SIZES, TASKS, task_id
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=10_000, help="first held-out evaluation seed")
+    parser.add_argument("--models", type=Path, default=MODELS, help="trained PPO models, one folder per objective")
+    parser.add_argument("--train", action="store_true", help="train PPO on each small task first (default Args)")
+    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES),
+                        help="the objectives to train (with --train)")
+    parser.add_argument("--iterations", type=int, default=None, help="with --train: override Args.iterations")
+    parser.add_argument("--transfer-agents", type=int, default=50,
+                        help="population size at which the small tasks' PPO networks are also played")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--no-docs", action="store_true", help="do not write docs/tasks.md")
+    parser.add_argument("--no-docs", action="store_true", help="do not write the docs")
     args = parser.parse_args(argv)
     if args.episodes < 2:
         parser.error("--episodes must be >= 2 (the interval needs two samples)")
+    if args.train:
+        for objective in args.objectives:
+            train_ppo(objective, args.models, args.iterations)
     start = time.perf_counter()
-    results = []
+    results, training = [], {}
+    for objective in OBJECTIVES:
+        if (args.models / objective / "model.pt").is_file():
+            training[objective] = budget(args.models / objective)
     for task in TASKS.values():
         if task.size not in args.sizes:
             continue
         for policy in POLICIES:
-            row = measure(task.id, policy, args.episodes, args.seed)
+            model = args.models / task.objective / "model.pt" if policy == "ppo" else None
+            if policy == "ppo" and task.objective not in training:
+                continue
+            row = measure(task.id, policy, args.episodes, args.seed, model)
             results.append(row)
             print(f"{task.id:<34} {policy:<7} {row['return_mean']:8.3f} ± {row['return_ci95']:.3f}  "
                   f"({row['seconds']:.1f} s)", flush=True)
+    transfer = []
+    if "small" in args.sizes:
+        for objective in training:
+            for policy in POLICIES:
+                model = args.models / objective / "model.pt" if policy == "ppo" else None
+                row = measure(task_id(objective), policy, args.episodes, args.seed, model,
+                              {"n_agents": args.transfer_agents})
+                transfer.append(row)
+                print(f"{task_id(objective):<34} {policy:<7} at {args.transfer_agents} agents "
+                      f"{row['return_mean']:8.3f} ± {row['return_ci95']:.3f}", flush=True)
+    learnability = {}
+    for objective in training:
+        if objective not in REWARD_NAMES and objective != "mixed":
+            continue
+        eval_episodes = training[objective]["args"]["eval_episodes"]
+        validation = {p: measure(task_id(objective), p, eval_episodes, VALIDATION_SEED)["return_mean"]
+                      for p in ("random", "greedy")}
+        learnability[objective] = {"greedy_validation": validation["greedy"],
+                                   "random_validation": validation["random"],
+                                   "reached": iterations_to(read_log(args.models / objective), validation["greedy"])}
     seconds = time.perf_counter() - start
     data = {"meta": {"episodes": args.episodes, "seed": args.seed, "sizes": args.sizes,
                      "seconds": round(seconds, 1), "machine": f"{_cores()} CPU cores, {platform.machine()}",
-                     "python": platform.python_version()},
-            "sizes": {s: dict(SIZES[s]) for s in SIZES}, "results": results}
+                     "python": platform.python_version(), "default_args": __import__("dataclasses").asdict(Args())},
+            "sizes": {s: dict(SIZES[s]) for s in SIZES}, "training": training, "learnability": learnability,
+            "results": results, "transfer": transfer}
     args.out.write_text(json.dumps(data, indent=2) + "\n")
-    print(f"{len(results)} runs in {seconds:.1f} s; wrote {args.out}")
+    print(f"{len(results)} evaluations in {seconds:.1f} s; wrote {args.out}")
     if not args.no_docs:
         write_section("tasks.md", "tasks-sizes", sizes_markdown())
         print(f"written to {write_section('tasks.md', 'tasks-baselines', baselines_markdown(data))}")
+        write_section("tasks.md", "tasks-transfer", transfer_markdown(data))
+        if learnability_rows(data):
+            print(f"written to {write_section('reproduction.md', 'tasks-learnability', learnability_markdown(data))}")
+        if "mixed" in training and "mixed" in learnability:
+            curve(args.models / "mixed", DOCS / "images" / "ppo_mixed_curve.png",
+                  {"greedy": learnability["mixed"]["greedy_validation"],
+                   "random": learnability["mixed"]["random_validation"]},
+                  f"{task_id('mixed')}: PPO with the default Args")
+            print(f"written to {write_section('training.md', 'training-mixed', mixed_markdown(data))}")
     return 0
 
 

@@ -84,7 +84,7 @@ def test_masked_softmax_over_env_masks_has_no_nan_in_round_one():
         # a textbook masked softmax (-inf, not PPO's -1e9) is finite on every component
         probs = torch.softmax(torch.zeros(mask.shape).masked_fill(~mask, float("-inf")), dim=-1)
         assert not torch.isnan(probs).any(), step
-        x = torch.from_numpy(ppo.encode(stacked, 3))
+        x = torch.from_numpy(ppo.encode(stacked))
         w = torch.from_numpy(heads.phase_weight[int(stacked["phase"])]).expand(len(x), -1)
         with torch.no_grad():
             actions, logp, entropy, value = ppo._evaluate(net, x, mask, w, generator=generator)

@@ -69,7 +69,8 @@ def test_update_moves_probability_towards_advantage():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("ppo")
-    args = ppo.Args(**SMALL, iterations=2, episodes_per_iteration=2, minibatch=64, out=str(out), seed=3)
+    args = ppo.Args(**SMALL, iterations=2, num_envs=2, minibatch=64, eval_every=1, eval_episodes=2, out=str(out),
+                    seed=3)
     result = ppo.train(args, progress=False)
     return out, args, result
 
@@ -80,9 +81,12 @@ def test_training_writes_model_log_and_args(trained):
     assert [int(r["iteration"]) for r in rows] == [1, 2]
     # decisions per iteration: episodes * agents * 2 decisions per round * rounds
     assert int(rows[0]["decisions"]) == 2 * 6 * 2 * 3
-    assert {"return_mean", "SOC_mean", "EMO_mean", "entropy", "approx_kl"} <= set(rows[0])
+    assert {"return_mean", "SOC_mean", "EMO_mean", "eval_return", "learning_rate", "entropy", "approx_kl"} <= set(rows[0])
+    # the step size decays linearly to 0: 1e-3 at iteration 1, half of it at iteration 2 of 2
+    assert [float(r["learning_rate"]) for r in rows] == pytest.approx([1e-3, 5e-4])
     assert (out / "model.pt").is_file() and (out / "args.json").is_file()
     assert np.isfinite([float(r["return_mean"]) for r in rows]).all()
+    assert np.isfinite([float(r["eval_return"]) for r in rows]).all()          # eval_every=1
 
 
 def test_torch_policy_mixes_with_scripted_agents(trained):
@@ -108,8 +112,8 @@ def test_torch_policy_mixes_with_scripted_agents(trained):
 def test_layout_mismatch_and_bad_inputs(trained, tmp_path):
     out, args, _ = trained
     policy = ppo.TorchPolicy.load(out / "model.pt")
-    other = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"n_agents": 7}))
-    with pytest.raises(ValueError, match=r"trained on another layout.*n_agents.*\(6, 7\)"):
+    other = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"feed_size": 5}))
+    with pytest.raises(ValueError, match=r"trained on another layout.*feed_size.*\(4, 5\)"):
         policy.check_env(other)
     structured = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"obs_format": "structured"}), seed=0)
     obs, _ = structured.reset(seed=0)
@@ -140,7 +144,7 @@ def test_a_model_file_from_someone_else_runs_no_code(entry, tmp_path):
     """Reported: a `kind: torch` path and `evaluate --model` used torch.load(weights_only=False)."""
     global MARKER
     MARKER = tmp_path / "code-ran"
-    torch.save({"format": "socialgym-ppo-1", "args": _RunsCode()}, tmp_path / "model.pt")
+    torch.save({"format": "socialgym-ppo-2", "args": _RunsCode()}, tmp_path / "model.pt")
     if entry == "policy":
         with pytest.raises(ValueError, match="not a socialgym PPO model file.*weights_only=True"):
             ppo.TorchPolicy.load(tmp_path / "model.pt")
@@ -164,7 +168,7 @@ def test_experiment_runner_takes_a_torch_group(trained, tmp_path):
                        "logging": {"report": False}})
     summary = run_experiment(cfg, tmp_path / "run", progress=False)
     assert summary["status"] == "complete" and summary["rounds_completed"] == args.max_rounds
-    bad = load_config({"seed": 1, "env": {**env, "n_agents": 8},
+    bad = load_config({"seed": 1, "env": {**env, "n_agents": 8, "feed_size": 5},
                        "policy": {"groups": [{"name": "ppo", "kind": "torch", "agents": 4,
                                               "params": {"path": str(out / "model.pt")}},
                                              {"name": "greedy", "kind": "greedy", "agents": 4}]},
@@ -174,8 +178,13 @@ def test_experiment_runner_takes_a_torch_group(trained, tmp_path):
 
 
 def test_cli_args_from_the_dataclass():
-    args = ppo.parse_args(["--iterations", "7", "--wandb", "--lambdas", "uniform"])
-    assert args.iterations == 7 and args.wandb is True and args.lambdas == "uniform"
+    args = ppo.parse_args(["--iterations", "7", "--wandb", "--task", "SOC", "--no-anneal-lr", "--n-agents", "5"])
+    assert args.iterations == 7 and args.wandb is True and args.task == "SOC"
+    assert args.anneal_lr is False and args.normalize_obs is True and args.n_agents == 5 and args.max_rounds is None
+    assert ppo.env_kwargs(args)["n_agents"] == 5 and ppo.env_kwargs(args)["max_rounds"] == 10
+    for bad in (["--task", "FUN"], ["--team-spirit", "1.5"], ["--num-envs", "0"]):
+        with pytest.raises(SystemExit):
+            ppo.parse_args(bad)
     docs = ppo._field_docs()
     assert set(docs) == {f.name for f in __import__("dataclasses").fields(ppo.Args)}
     assert "Discount per decision" in docs["gamma"]
@@ -183,14 +192,15 @@ def test_cli_args_from_the_dataclass():
 
 def test_evaluation_table_and_curve(trained, tmp_path):
     out, args, _ = trained
-    kwargs = ppo.env_kwargs(args) | {"obs_format": "both"}
+    task, sizes = ppo.task_of(args).id, ppo.size_overrides(args)
     rows = evaluate({"random": lambda: RandomPolicy(seed=0), "greedy": lambda: GreedyPolicy(seed=0),
-                     "ppo": lambda: ppo.TorchPolicy.load(out / "model.pt")}, kwargs, episodes=2, seed=9)
+                     "ppo": lambda: ppo.TorchPolicy.load(out / "model.pt")}, task, overrides=sizes, episodes=2,
+                    seed=9)
     assert [r["policy"] for r in rows] == ["random", "greedy", "ppo"]
     for r in rows:
         assert np.isfinite([r["SOC"], r["INF"], r["PRE"], r["COORD"], r["EMO"], r["total"]]).all()
     # same seeds and lambdas for everyone: evaluating one policy twice gives the same numbers
-    again = evaluate({"greedy": lambda: GreedyPolicy(seed=0)}, kwargs, episodes=2, seed=9)
+    again = evaluate({"greedy": lambda: GreedyPolicy(seed=0)}, task, overrides=sizes, episodes=2, seed=9)
     assert again[0]["total"] == rows[1]["total"]
     write_table(rows, tmp_path)
     assert "| ppo |" in (tmp_path / "evaluation.md").read_text()
@@ -202,7 +212,7 @@ def test_wandb_logging_offline(tmp_path):
     pytest.importorskip("wandb")
     out = tmp_path / "ppo"
     args = ppo.Args(n_agents=4, max_rounds=2, feed_size=3, vote_feed_size=3, dm_inbox_size=2, iterations=2,
-                    episodes_per_iteration=1, out=str(out), wandb=True)
+                    num_envs=1, eval_every=0, out=str(out), wandb=True)
     ppo.train(args, progress=False)
     runs = list((out / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
@@ -216,12 +226,129 @@ def test_an_incomplete_model_file_is_a_clear_error(trained, tmp_path, content):
     out, _, _ = trained
     data = torch.load(out / "model.pt", weights_only=True)
     if content == "format-only":
-        data = {"format": "socialgym-ppo-1"}
+        data = {"format": "socialgym-ppo-2"}
     elif content == "wrong-weights":
         data["state_dict"] = {"w": torch.zeros(2)}
     else:
-        data["nvec"] = ["x", "y"]
+        data["env_nvec"] = ["x", "y"]
     torch.save(data, tmp_path / "model.pt")
     with pytest.raises(ValueError) as info:
         ppo.TorchPolicy.load(tmp_path / "model.pt")
     assert "model.pt" in str(info.value) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- peers, normaliser, team spirit
+def test_peer_head_masks_and_recipients_by_hand():
+    """Two agents (rows 0 and 2 of a population of 5) with a feed of 3 slots: the peer head's
+    value j < 3 is the author of slot j, 3 a random other agent; the env's recipient index of
+    agent i writing to agent a is (a - i - 1) mod 5."""
+    import socialgym.envs.feed.encoding as enc
+
+    lay = enc.ActionLayout(n_agents=5, n_actions=1, feed_size=3, dm_inbox_size=1, max_topics=4, vote_feed_size=2)
+    heads = ppo.Heads.for_layout(lay, n_topics=2)
+    k = 2                                                     # the recipient component of slot 0
+    assert heads.peer_components == (k,) and heads.nvec[k] == 4 and heads.nvec[4] == 2   # topics: 2 of 4
+    feed = np.zeros((2, 3, 10), np.float32)
+    feed[0, :, 0] = [1, 1, 0]                                 # agent 0 sees authors 3 and 0 (itself), slot 2 empty
+    feed[0, :, 1] = [3, 0, -1]
+    feed[1, :, 0] = [1, 1, 1]                                 # agent 2 sees authors 4, 1, 1
+    feed[1, :, 1] = [4, 1, 1]
+    dm_on = tuple(np.ones(n, np.int8) for n in lay.nvec)      # every value allowed (an act phase with DMs)
+    inert = tuple(np.ones(n, np.int8) if i != k else np.eye(1, n, 0, dtype=np.int8)[0]
+                  for i, n in enumerate(lay.nvec))            # recipient: only the no-op 0
+    masks, dm = heads.masks_and_dm([dm_on, dm_on], feed, np.array([0, 2]))
+    assert masks[0, k, :4].tolist() == [True, False, False, True]      # own item and empty slot excluded
+    assert masks[1, k, :4].tolist() == [True, True, True, True]
+    assert dm.tolist() == [[True], [True]]
+    masks, dm = heads.masks_and_dm([inert, dm_on], feed, np.array([0, 2]))
+    assert masks[0, k, :4].tolist() == [False, False, False, True] and dm.tolist() == [[False], [True]]
+    actions = np.zeros((2, heads.K), np.int64)
+    actions[:, k] = [0, 1]                                    # agent 0 -> slot 0 (agent 3); agent 2 -> slot 1 (agent 1)
+    me = np.array([0, 2])
+    out = heads.to_env(actions, feed, np.array([[True], [True]]), me, 5, np.random.default_rng(0))
+    assert out[:, k].tolist() == [(3 - 0 - 1) % 5, (1 - 2 - 1) % 5] == [2, 3]
+    assert out[0, k] == 2 and out[1, k] == 3
+    out = heads.to_env(actions, feed, np.array([[False], [True]]), me, 5, np.random.default_rng(0))
+    assert out[0, k] == 0                                     # no DM possible: the no-op value
+    actions[:, k] = 3                                         # a random other agent: every other one, never itself
+    seen = set()
+    for seed in range(40):
+        value = heads.to_env(actions, feed, np.array([[True], [True]]), me, 5, np.random.default_rng(seed))[0, k]
+        seen.add(int(value))
+    assert seen == {0, 1, 2, 3}                               # (0 + 1 + v) mod 5 covers agents 1..4
+
+
+def test_running_norm_merges_batches_like_one():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(2.0, 3.0, (50, 3)), rng.normal(-1.0, 0.5, (70, 3))
+    norm = ppo.RunningNorm(3)
+    norm.update(a)
+    norm.update(b)
+    both = np.concatenate([a, b])
+    assert norm.mean == pytest.approx(both.mean(0), abs=1e-4)
+    assert norm.var == pytest.approx(both.var(0), rel=1e-3)
+    z = norm(both)
+    assert z.dtype == np.float32 and np.abs(z).max() <= 5.0
+    assert z.mean(0) == pytest.approx(np.zeros(3), abs=1e-3)
+
+
+@pytest.mark.parametrize("spirit", [0.0, 0.5, 1.0])
+def test_team_spirit_mixes_own_and_population_rewards(spirit):
+    """The reward PPO learns from is (1 - s) * own + s * the population's mean; the logged
+    returns stay the agents' own."""
+    args = ppo.Args(**SMALL, num_envs=1, hidden=8, normalize_obs=False)
+    env = ppo.make_env(args)
+    heads = ppo.Heads.for_layout(env.unwrapped.layout, 8)
+    net = ppo.ActorCritic(ppo.feature_size(4, 3, 4), heads.K, heads.M, 8)
+    learned = ppo.rollout([env], [5], ppo.Actor(net, heads, None, seed=1), team_spirit=spirit)
+    own = ppo.rollout([env], [5], ppo.Actor(net, heads, None, seed=1), team_spirit=0.0)
+    r = own["reward"].numpy()                                  # [step, agent], the env's rewards
+    assert r[1::2].sum() > 0 and (r[0::2] == 0).all()          # paid after vote steps only
+    expected = (1 - spirit) * r + spirit * r.mean(1, keepdims=True)
+    assert learned["reward"].numpy() == pytest.approx(expected, abs=1e-6)
+    assert learned["returns"] == pytest.approx(own["returns"])
+
+
+def test_a_policy_trained_at_six_agents_acts_at_nine(trained):
+    """Peers are addressed by observation, so the network fits any population size: it plays a
+    whole episode at 9 agents in strict mode (any invalid action would raise) through both APIs."""
+    out, args, _ = trained
+    policy = ppo.TorchPolicy.load(out / "model.pt", seed=2)
+    env = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"n_agents": 9, "obs_format": "both"}), seed=1)
+    policy.check_env(env)
+    obs, _ = env.reset(seed=1)
+    while env.agents:
+        obs, *_ = env.step(policy.act(obs))
+    recipients = set(env.unwrapped.content.column("recipient").tolist()) - {-1}
+    assert len(recipients) >= 3 and max(recipients) > 5        # DMs reach agents a 6-agent index never named
+    rows = evaluate({"ppo": lambda: ppo.TorchPolicy.load(out / "model.pt")}, ppo.task_of(args).id,
+                    overrides=ppo.size_overrides(args) | {"n_agents": 9}, episodes=2, seed=3)
+    assert np.isfinite(rows[0]["total"])
+
+
+def test_device_cuda_without_cuda_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        ppo.train(ppo.Args(**SMALL, iterations=1, num_envs=1, device="cuda", out=str(tmp_path)), progress=False)
+
+
+def test_evaluate_cli_plays_a_model_at_another_population_size(trained, tmp_path, capsys):
+    from socialgym.baselines import evaluate as evaluate_module
+
+    out, args, _ = trained
+    rc = evaluate_module.main(["--model", str(out / "model.pt"), "--n-agents", "9", "--episodes", "2",
+                               "--out", str(tmp_path)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "socialgym/feed-mixed-v0 with" in printed and "'n_agents': 9" in printed
+    rows = __import__("json").loads((tmp_path / "evaluation.json").read_text())
+    assert [r["policy"] for r in rows] == ["random", "greedy", "ppo"] and len(rows[2]["returns"]) == 2
+    with pytest.raises(SystemExit):
+        evaluate_module.main(["--model", str(out / "model.pt"), "--task", "nonsense", "--out", str(tmp_path)])
+
+
+def test_an_old_format_model_file_says_retrain(tmp_path):
+    torch.save({"format": "socialgym-ppo-1", "state_dict": {}}, tmp_path / "model.pt")
+    with pytest.raises(ValueError, match="older socialgym.*retrain"):
+        ppo.TorchPolicy.load(tmp_path / "model.pt")

@@ -16,7 +16,7 @@ import socialgym
 from socialgym.baselines import RandomPolicy
 from socialgym.config import REWARD_NAMES
 from socialgym.envs.feed import FeedEnv
-from socialgym.tasks import OBJECTIVES, SIZES, TASKS, draw_lambdas, task_id
+from socialgym.tasks import OBJECTIVES, SIZES, TASKS, RedrawLambdas, draw_lambdas, task_id
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_IDS = [t.id for t in TASKS.values() if t.size == "small"]
@@ -71,7 +71,8 @@ def test_small_size_is_the_ppo_default():
     ppo = pytest.importorskip("socialgym.baselines.ppo")
     kwargs = ppo.env_kwargs(ppo.Args())
     assert {k: kwargs[k] for k in SIZES["small"]} == dict(SIZES["small"])
-    assert ppo.draw_lambdas is draw_lambdas                             # one implementation
+    env = ppo.make_env(ppo.Args())                                      # trains on the task itself
+    assert isinstance(env, RedrawLambdas) and env.unwrapped.config.obs_format == "numeric"
 
 
 @pytest.mark.parametrize("objective", REWARD_NAMES)

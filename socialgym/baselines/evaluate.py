@@ -3,8 +3,8 @@
     python -m socialgym.baselines.evaluate --model runs/ppo/model.pt --episodes 10 --out runs/ppo/eval
     python -m socialgym.baselines.evaluate --model runs/ppo/model.pt --base-url http://127.0.0.1:8000/v1 --llm-model qwen2.5
 
-Every policy plays the same episodes (seeds ``seed .. seed+episodes-1``, lambdas drawn per
-episode from the same stream as in training), and the table reports, per policy, the mean
+Every policy plays the same episodes of a registered task (seeds ``seed .. seed+episodes-1``;
+λ one-hot, or on the mixed task drawn from each episode's seed), and the table reports, per policy, the mean
 over episodes and agents of each reward component and of the total (summed over rounds), with
 a 95 % t-interval of the total over episodes. Writes ``evaluation.csv``, ``evaluation.md`` and,
 given the training log, ``learning_curve.png``. LLM agents join when ``--base-url`` is given
@@ -42,32 +42,42 @@ def play(env, policy, seed: int) -> np.ndarray:
     return total
 
 
-def evaluate(policies: dict[str, Callable[[], Any]], env_kwargs: dict, *, episodes: int = 5, seed: int = 0,
-             lambdas: str = "dirichlet") -> list[dict]:
-    """``policies``: name -> factory of a batched policy. Returns one row per policy."""
+def evaluate(policies: dict[str, Callable[[], Any]], task: str, *, overrides: dict | None = None,
+             episodes: int = 5, seed: int = 10_000) -> list[dict]:
+    """``policies``: name -> factory of a batched policy; ``task``: a registered task id
+    (``socialgym.tasks.TASKS``) whose environment every policy plays, with ``overrides`` (FeedConfig
+    keywords, e.g. ``n_agents`` for another population). Episode ``e`` resets with ``seed + e``,
+    so every policy meets the same λ (one-hot, or the mixed task's draw from that seed). An
+    episode's return is the mean over agents of the λ-weighted total summed over rounds. Returns
+    one row per policy: mean of each component, ``total`` with its 95 % t-interval over
+    episodes, and the per-episode ``returns``."""
     import socialgym
 
     rows = []
-    n = env_kwargs["n_agents"]
-    draws = np.random.default_rng(seed)
-    lams = [draws.dirichlet(np.ones(len(REWARD_NAMES)), size=n) if lambdas == "dirichlet"
-            else np.full((n, len(REWARD_NAMES)), 1 / len(REWARD_NAMES)) for _ in range(episodes)]
+    kwargs = {**(overrides or {}), "obs_format": "both"}       # structured for scripted/LLM, numeric for torch
     for name, make_policy in policies.items():
         policy = make_policy()
+        env = socialgym.make(task, **kwargs)
+        if hasattr(policy, "check_env"):
+            policy.check_env(env)
         totals, comps = [], []
         for e in range(episodes):
-            env = socialgym.parallel_env(**env_kwargs, lambdas=lams[e], seed=seed + e)
-            if hasattr(policy, "check_env"):
-                policy.check_env(env)
             c = play(env, policy, seed + e)
             comps.append(c.mean(0))
-            totals.append(float((c * lams[e]).sum(1).mean()))
+            totals.append(float((c * env.lambdas).sum(1).mean()))
         totals = np.array(totals)
-        half = _t95(len(totals)) * totals.std(ddof=1) / np.sqrt(len(totals)) if len(totals) > 1 else float("nan")
         rows.append({"policy": name, "episodes": episodes,
                      **{c: float(v) for c, v in zip(REWARD_NAMES, np.mean(comps, axis=0))},
-                     "total": float(totals.mean()), "total_ci95": float(half)})
+                     "total": float(totals.mean()), "total_ci95": ci95(totals), "returns": totals.tolist()})
     return rows
+
+
+def ci95(values) -> float:
+    """Half-width of the 95 % t-interval of the mean (nan for fewer than two values)."""
+    values = np.asarray(values, float)
+    if len(values) < 2:
+        return float("nan")
+    return float(_t95(len(values)) * values.std(ddof=1) / np.sqrt(len(values)))
 
 
 def _t95(n: int) -> float:
@@ -78,7 +88,7 @@ def _t95(n: int) -> float:
 def write_table(rows: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "evaluation.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "returns"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     lines = ["| policy | " + " | ".join(REWARD_NAMES) + " | total (λ-weighted) |",
@@ -109,7 +119,10 @@ def learning_curve(log_csv: Path, out_png: Path, baselines: dict[str, float] | N
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m socialgym.baselines.evaluate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="a PPO model.pt (its training configuration is used)")
+    parser.add_argument("--model", help="a PPO model.pt (its training task and sizes are used)")
+    parser.add_argument("--task", default=None, help="a task id or objective (default: the model's, else mixed)")
+    parser.add_argument("--n-agents", type=int, default=None,
+                        help="play with this many agents (a trained policy acts at any population size)")
     parser.add_argument("--out", default=None, help="default: the model's directory / eval")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=10_000, help="evaluation seeds (apart from training's)")
@@ -119,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY")
     a = parser.parse_args(argv)
     from socialgym.baselines import GreedyPolicy, RandomPolicy
-    from socialgym.baselines.ppo import Args, TorchPolicy, env_kwargs
+    from socialgym.baselines.ppo import Args, TorchPolicy, size_overrides, task_of
 
     if a.model:
         from socialgym.baselines.ppo import read_model_file
@@ -130,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         args = Args(**{k: v for k, v in saved.items() if k in {f.name for f in dataclasses.fields(Args)}})
     else:
         args = Args()
-    kwargs = {**env_kwargs(args), "obs_format": "both"}
+    if a.task:
+        args = dataclasses.replace(args, task=a.task)
+    try:
+        task = task_of(args).id
+    except ValueError as exc:
+        parser.error(str(exc))
+    overrides = size_overrides(args) | ({"n_agents": a.n_agents} if a.n_agents else {})
     policies: dict[str, Callable[[], Any]] = {"random": lambda: RandomPolicy(seed=a.seed),
                                               "greedy": lambda: GreedyPolicy(seed=a.seed)}
     if a.model:
@@ -143,11 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         if a.base_url or a.embedded:
             policies["llm"] = _llm_factory(a, stack)
-        rows = evaluate(policies, kwargs, episodes=a.episodes, seed=a.seed, lambdas=args.lambdas)
+        try:
+            rows = evaluate(policies, task, overrides=overrides, episodes=a.episodes, seed=a.seed)
+        except ValueError as exc:
+            parser.error(str(exc))
     write_table(rows, out)
     if a.model and (Path(a.model).parent / "train_log.csv").exists():
         learning_curve(Path(a.model).parent / "train_log.csv", out / "learning_curve.png",
                        {r["policy"]: r["total"] for r in rows})
+    print(f"{task}{' with ' + str(overrides) if overrides else ''}, seeds {a.seed}..{a.seed + a.episodes - 1}")
     print((out / "evaluation.md").read_text())
     (out / "evaluation.json").write_text(json.dumps(rows, indent=2))
     return 0
