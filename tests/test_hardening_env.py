@@ -535,14 +535,14 @@ def test_observation_failure_after_the_round_closed_is_rolled_back():
     def make(fail):
         env = socialgym.parallel_env(recommender="random", **_episode_kwargs())
         if fail:
-            real, calls = env._structured_observations, {"n": 0}
+            real, calls = env._observations.structured, {"n": 0}
 
-            def observations():
+            def observations(state):
                 calls["n"] += 1
                 if calls["n"] == 5:                  # reset, act 1, vote 1, act 2, vote 2
                     raise MemoryError("out of memory while building observations")
-                return real()
-            env._structured_observations = observations
+                return real(state)
+            env._observations.structured = observations
         return env
 
     _retry_episode(make, "out of memory")

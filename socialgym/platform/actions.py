@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -21,22 +22,17 @@ def _empty(dtype) -> np.ndarray:
 
 
 @dataclass
-class RoundBatch:
-    """Every content-creating action and every non-zero vote of round ``t``, as columns.
+class RoundActions:
+    """Every content-creating action of round ``t`` (its act phase), as columns.
 
     NOT actions create nothing and are not stored: each agent always has ``n_actions`` slots,
     so the number of NOTs is ``n_actions`` minus its stored actions.
 
     Action columns (length M): ``sender``, ``kind`` (POST/COM/DM), ``recipient`` (RCPT: DM
     recipient, COM target author, -1 for POST), ``target_id`` (-1 if none), ``topic``,
-    ``sentiment`` (s(a)), ``content_id``. Mentions are pairs (``mention_action`` row into the
-    action columns, ``mention_agent``), unique per action, self-mentions removed.
-    Votes (non-zero only): ``vote_voter``, ``vote_item``, ``vote_author``, ``vote_kind``,
-    ``vote_topic``, ``vote_value`` (+1/-1).
-    ``feed`` / ``feed_topics``: the act-phase feed C_t(u) as an (n, feed_size) array of content
-    ids / topic ids, -1 where a slot is empty. ``vote_feed``: the vote-phase items as an
-    (n, vote_feed_size) array of content ids (exposures too). ``prev_dm_sender`` / ``prev_dm_recipient``: the DMs
-    of round t-1 (for COORD's reciprocity).
+    ``sentiment`` (s(a)), ``content_id`` (written by ``ContentStore.append_batch``). Mentions
+    are pairs (``mention_action`` row into the action columns, ``mention_agent``), unique per
+    action, self-mentions removed.
     """
 
     n_agents: int
@@ -51,6 +47,32 @@ class RoundBatch:
     content_id: np.ndarray = field(default_factory=lambda: _empty(_I64))
     mention_action: np.ndarray = field(default_factory=lambda: _empty(_I64))
     mention_agent: np.ndarray = field(default_factory=lambda: _empty(_I32))
+
+    # ---- derived views used by several rewards -------------------------------------------
+    @property
+    def is_direct(self) -> np.ndarray:
+        """B_t^DIR: DMs and COMs."""
+        return (self.kind == DM) | (self.kind == COM)
+
+    @property
+    def is_public(self) -> np.ndarray:
+        """B_t^PUB: POSTs and COMs."""
+        return (self.kind == POST) | (self.kind == COM)
+
+
+@dataclass
+class RoundBatch(RoundActions):
+    """The closed round ``t``: its actions (the columns of :class:`RoundActions`), every
+    non-zero vote and what each agent was shown.
+
+    Votes (non-zero only): ``vote_voter``, ``vote_item``, ``vote_author``, ``vote_kind``,
+    ``vote_topic``, ``vote_value`` (+1/-1).
+    ``feed`` / ``feed_topics``: the act-phase feed C_t(u) as an (n, feed_size) array of content
+    ids / topic ids, -1 where a slot is empty. ``vote_feed``: the vote-phase items as an
+    (n, vote_feed_size) array of content ids (exposures too). ``prev_dm_sender`` / ``prev_dm_recipient``: the DMs
+    of round t-1 (for COORD's reciprocity).
+    """
+
     vote_voter: np.ndarray = field(default_factory=lambda: _empty(_I32))
     vote_item: np.ndarray = field(default_factory=lambda: _empty(_I64))
     vote_author: np.ndarray = field(default_factory=lambda: _empty(_I32))
@@ -71,13 +93,47 @@ class RoundBatch:
         if self.vote_feed is None:
             self.vote_feed = np.full((self.n_agents, 0), -1, dtype=_I64)
 
-    # ---- derived views used by several rewards -------------------------------------------
-    @property
-    def is_direct(self) -> np.ndarray:
-        """B_t^DIR: DMs and COMs."""
-        return (self.kind == DM) | (self.kind == COM)
+    @classmethod
+    def from_actions(cls, actions: RoundActions, **votes_and_exposures) -> RoundBatch:
+        """The batch of the round whose act phase was ``actions`` (its arrays shared, not
+        copied), with the vote and exposure columns given by keyword."""
+        return cls(**{f.name: getattr(actions, f.name) for f in fields(RoundActions)}, **votes_and_exposures)
 
-    @property
-    def is_public(self) -> np.ndarray:
-        """B_t^PUB: POSTs and COMs."""
-        return (self.kind == POST) | (self.kind == COM)
+
+class RoundTranscript:
+    """One round as readable entries, for text-based tie scorers and logs (SPEC §4).
+
+    ``agent_ids``: the agents' ids (index -> id); ``round``: the round's number; ``entries``:
+    every action (``kind`` POST/COM/DM, ``sender``, ``recipient`` = RCPT, ``mentions``, ``id``,
+    ``target_id``, ``topic``, ``sentiment`` s(a), ``text``) and, once the round is closed (a
+    :class:`RoundBatch`), every non-zero vote (``kind`` VOTE, ``sender`` = voter, ``recipient``
+    = author, ``id`` = item, ``value``). The entries are built on first access — a Python loop
+    over the round, which scorers that never read them (the vectorised ``G_theta``) do not pay
+    for.
+    """
+
+    def __init__(self, actions: RoundActions, texts: list[str | None], agent_ids: tuple[str, ...],
+                 topic_names: tuple[str, ...]) -> None:
+        self.agent_ids, self.round = agent_ids, actions.round
+        self._actions, self._texts, self._topic_names = actions, texts, topic_names
+
+    @cached_property
+    def entries(self) -> list[dict]:
+        batch, texts, names, topics = self._actions, self._texts, self.agent_ids, self._topic_names
+        mentions: dict[int, list[str]] = {}
+        for row, agent in zip(batch.mention_action.tolist(), batch.mention_agent.tolist()):
+            mentions.setdefault(row, []).append(names[agent])
+        sentiment = batch.sentiment.tolist()
+        out = []
+        for k, (snd, kind, rcp, tgt, top, cid) in enumerate(zip(
+                batch.sender.tolist(), batch.kind.tolist(), batch.recipient.tolist(), batch.target_id.tolist(),
+                batch.topic.tolist(), batch.content_id.tolist())):
+            out.append({"kind": ACTION_TYPES[kind], "sender": names[snd], "recipient": names[rcp] if rcp >= 0 else None,
+                        "mentions": mentions.get(k, []), "id": cid, "target_id": tgt if tgt >= 0 else None,
+                        "topic": topics[top], "sentiment": sentiment[k], "text": texts[k] or ""})
+        if isinstance(batch, RoundBatch):          # an open round (its vote phase) has no votes yet
+            for voter, item, author, value in zip(batch.vote_voter.tolist(), batch.vote_item.tolist(),
+                                                  batch.vote_author.tolist(), batch.vote_value.tolist()):
+                out.append({"kind": "VOTE", "sender": names[voter], "recipient": names[author], "id": item,
+                            "value": value})
+        return out

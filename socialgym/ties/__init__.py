@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 
+from socialgym.platform.actions import RoundTranscript
 from socialgym.ties.dynamics import (
     LogisticEvidence, TieDynamics, TieScorer, TieSignals, TieUpdate,
 )
@@ -35,5 +36,5 @@ def __getattr__(name):       # LLMTieScorer loads the LLM layer only when asked 
     raise AttributeError(name)
 
 
-__all__ = ["make_tie_scorer", "LLMTieScorer", "TieDynamics", "TieScorer", "TieSignals", "TieUpdate",
+__all__ = ["make_tie_scorer", "LLMTieScorer", "RoundTranscript", "TieDynamics", "TieScorer", "TieSignals", "TieUpdate",
            "LogisticEvidence", "PairTable", "different_interest_ties", "main_interests"]

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from socialgym.platform.actions import COM, DM, RoundBatch
+from socialgym.platform.actions import COM, DM, RoundBatch, RoundTranscript
 from socialgym.ties.pairs import PairTable
 
 
@@ -36,11 +36,12 @@ class TieSignals:
 class TieScorer(Protocol):
     """The seam for evidence ``e_t(v->u) in [0, 1]``: the heuristic ``G_theta`` or an LLM judge.
 
-    ``context`` is the environment (read-only use: its content store, agent ids, the round's
-    batch), for scorers that read the round's transcript.
+    ``transcript`` is the round being closed, a :class:`~socialgym.platform.actions.RoundTranscript`
+    (``agent_ids``, ``round`` and its readable ``entries``), for scorers that read what was
+    said; the second argument is passed positionally, so a scorer may name it as it likes.
     """
 
-    def score(self, signals: TieSignals, context: Any) -> np.ndarray: ...
+    def score(self, signals: TieSignals, transcript: RoundTranscript | None) -> np.ndarray: ...
 
 
 class LogisticEvidence:
@@ -57,7 +58,7 @@ class LogisticEvidence:
         self.bias = float(weights["bias"])
         self.w = np.array([weights["nov"], weights["appr"], weights["rec"], weights["aff"]], float)
 
-    def score(self, signals: TieSignals, context: Any = None) -> np.ndarray:
+    def score(self, signals: TieSignals, transcript: RoundTranscript | None = None) -> np.ndarray:
         x = self.bias + (self.w[0] * signals.nov + self.w[1] * signals.appr
                          + self.w[2] * signals.rec + self.w[3] * signals.aff)
         return 1.0 / (1.0 + np.exp(-x))
@@ -145,10 +146,13 @@ class TieDynamics:
 
         return TieSignals(keys // n, keys % n, nov, appr, rec, aff)
 
-    def update(self, batch: RoundBatch, seen_topics: np.ndarray, context: Any = None) -> TieUpdate:
+    def update(self, batch: RoundBatch, seen_topics: np.ndarray,
+               transcript: RoundTranscript | None = None) -> TieUpdate:
+        """Score the round's active pairs (``transcript`` goes to the scorer) and apply the gated
+        update to W."""
         sig = self.signals(batch, seen_topics)
         keys = sig.src * self.n + sig.dst
-        evidence = np.asarray(self.scorer.score(sig, context), dtype=float)
+        evidence = np.asarray(self.scorer.score(sig, transcript), dtype=float)
         if evidence.shape != (len(sig),) or not np.all(np.isfinite(evidence)) \
                 or evidence.min(initial=0) < 0 or evidence.max(initial=0) > 1:
             raise ValueError(f"tie scorer {self.scorer!r} must return {len(sig)} finite values in [0, 1]")

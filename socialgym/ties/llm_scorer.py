@@ -17,6 +17,7 @@ import numpy as np
 from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import check_ties, tie_schema
 from socialgym.llm.usage import Fallback
+from socialgym.platform.actions import RoundTranscript
 from socialgym.ties.dynamics import TieSignals
 
 
@@ -56,13 +57,11 @@ class LLMTieScorer:
                 lines.append(_line(e, self.text_chars))
         return "\n".join(lines[-self.max_lines:]) or "(no text)"
 
-    def score(self, signals: TieSignals, context: Any) -> np.ndarray:
+    def score(self, signals: TieSignals, transcript: RoundTranscript) -> np.ndarray:
         evidence = np.zeros(len(signals))
         if len(signals) == 0:
             return evidence
-        names = context.agents_all
-        entries = context.round_transcript()
-        rnd = context.round
+        names, entries, rnd = transcript.agent_ids, transcript.entries, transcript.round
         groups: dict[int, list[int]] = {}
         for k, v in enumerate(signals.src.tolist()):
             groups.setdefault(v, []).append(k)

@@ -31,6 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
+PHASES = ("act", "vote")    # the numeric observation's ``phase`` is an index into this
 FIELDS = ("type", "target_slot", "recipient", "reply_slot", "topic", "tone")
 FEED_ITEM_FEATURES = ("present", "author", "topic", "is_comment", "likes", "dislikes", "age",
                       "tie_out", "tie_in", "mentions_me")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import gc
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,16 +20,14 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from socialgym.config import REWARD_NAMES, FeedConfig
-from socialgym.envs.feed.buffers import BufferPool
-from socialgym.envs.feed.encoding import (
-    DM_FEATURES, FEED_ITEM_FEATURES, SELF_FEATURES, ActionLayout, MaskCache,
-)
+from socialgym.envs.feed.encoding import DM_FEATURES, FEED_ITEM_FEATURES, PHASES, SELF_FEATURES, ActionLayout
+from socialgym.envs.feed.observations import ObservationBuilder, ObservedState
 from socialgym.envs.feed.parsing import (
-    ActParser, InvalidAction, SlotColumns, invalid_error, numeric_matrix, numeric_payload, parse_votes,
-    stack_numeric,
+    ActParser, InvalidAction, RoundState, SlotColumns, invalid_error, numeric_matrix, numeric_payload,
+    parse_numeric_votes, parse_votes, stack_numeric,
 )
 from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
-from socialgym.platform.actions import ACTION_TYPES, COM, DM, TONE_SENTIMENT, RoundBatch
+from socialgym.platform.actions import DM, RoundActions, RoundBatch, RoundTranscript
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary, topic_problem
 from socialgym.platform.validation import NotResetError, check_seed
@@ -39,42 +36,11 @@ from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
 from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_interest_ties, main_interests
 
-PHASES = ("act", "vote")
 _MISSING = object()
 # Attributes a step rebinds (never writes in place), restored by reference when a step fails.
 _STEP_ATTRS = ("round", "phase", "agents", "_feed", "_vote_items", "_inbox", "_inbox_ids", "_inbox_ptr",
-               "_prev_dm_sender", "_prev_dm_recipient", "_last", "_pending", "_feature_cache",
-               "last_round", "_seen_feed", "_seen_any")
-
-
-class Peers(Sequence):
-    """The ids an agent may address: everyone but itself, without an n-sized copy per agent."""
-
-    __slots__ = ("_ids", "_me")
-
-    def __init__(self, ids: tuple[str, ...], me: int) -> None:
-        self._ids, self._me = ids, me
-
-    def __len__(self) -> int:
-        return len(self._ids) - 1
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self._ids[i + (i >= self._me)]
-
-    def __contains__(self, x) -> bool:
-        return x != self._ids[self._me] and x in self._ids
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    def __repr__(self) -> str:
-        return f"Peers({list(self)!r})" if len(self) <= 20 else f"Peers(<{len(self)} agents>)"
+               "_prev_dm_sender", "_prev_dm_recipient", "_last", "_pending", "last_round", "_seen_feed",
+               "_seen_any")
 
 
 @dataclass
@@ -113,10 +79,10 @@ class FeedEnv(ParallelEnv):
         self.agents: list[str] = []
         self.layout = ActionLayout(cfg.n_agents, cfg.n_actions, cfg.feed_size, cfg.dm_inbox_size,
                                    cfg.max_topics, cfg.vote_feed_size)
-        self._mask_cache = MaskCache(self.layout)
+        self._observations = ObservationBuilder(cfg, self.layout, self.agents_all)
         self.lambdas = cfg.lambda_matrix()
         self.reward_params = RewardParams.from_config(cfg)
-        self._scorer = make_scorer(cfg.sentiment)
+        self._sentiment_scorer = make_scorer(cfg.sentiment)
         self.recommender = apply_reranking(make_recommender(cfg.recommender, **cfg.recommender_kwargs),
                                            cfg.rerank)
         self.tie_scorer = make_tie_scorer(cfg.tie_scorer, cfg.evidence_weights)
@@ -219,9 +185,8 @@ class FeedEnv(ParallelEnv):
         self._prev_dm_sender = np.zeros(0, np.int32)
         self._prev_dm_recipient = np.zeros(0, np.int32)
         self._last = np.zeros((n, len(REWARD_NAMES) + 1))
-        self._pending: tuple[RoundBatch, list, dict] | None = None
-        self._feature_cache: tuple | None = None
-        self._buffers = BufferPool()
+        self._pending: tuple[RoundActions, list, dict] | None = None    # the round in its vote phase
+        self._observations.reset()
         self.last_round = None
         self.agents = list(self.possible_agents)
         self._has_state = True
@@ -293,17 +258,19 @@ class FeedEnv(ParallelEnv):
             if self.phase == "act":
                 invalid: dict[int, list] = {}
                 cols = SlotColumns()
-                ActParser(self).parse_numeric(everyone, matrix, cols, self._invalid_handler(invalid, "act"))
+                ActParser(self._round_state()).parse_numeric(everyone, matrix, cols,
+                                                             self._invalid_handler(invalid, "act"))
                 self._commit_act(cols, invalid)
                 rewards, components, done = np.zeros(self.config.n_agents), None, False
             else:
                 invalid = self._pending[2]
-                votes = self._numeric_votes(everyone, matrix.astype(np.int64, copy=False),
+                votes = parse_numeric_votes(self._round_state(), everyone, matrix.astype(np.int64, copy=False),
                                             self._invalid_handler(invalid, "vote"))
                 components, rewards, done = self._commit_vote(*votes)
-            obs = self._numeric_arrays()
+            state = self._observed_state()
+            obs = self._observations.numeric_arrays(state)
             if self.config.action_masks:
-                obs["action_mask"] = self._masks()
+                obs["action_mask"] = self._observations.masks(state)
             info = {"round": self.round - (self.phase == "act"), "reward_components": components,
                     "invalid": {self.agents_all[i]: r for i, r in invalid.items()}}
             if components is not None:
@@ -323,17 +290,17 @@ class FeedEnv(ParallelEnv):
         """What :meth:`_restore` needs to undo a step, taken before it: references to the
         attributes a step rebinds (arrays are never written in place once published), the
         content store's size and this round's vote counters, the vocabulary size, the tie
-        tables' arrays, the RNG state and a deep copy of the recommender's ``state_dict`` (a
+        tables' arrays, the RNG state, the invalid-action records of a round in its vote phase
+        (the vote step adds to them) and a deep copy of the recommender's ``state_dict`` (a
         recommender without ``state_dict``/``load_state_dict``, or whose state cannot be copied,
         keeps whatever it changed). O(this round's items), not O(episode), apart from the
         recommender's state (empty for chronological and random)."""
-        pending = self._pending
-        votes_from, pending_state = None, None
-        if pending is not None:
-            batch, _, invalid = pending
-            if len(batch.content_id):
-                votes_from = int(batch.content_id[0])
-            pending_state = (dict(vars(batch)), {k: list(v) for k, v in invalid.items()})
+        votes_from, pending_invalid = None, None
+        if self._pending is not None:
+            actions, _, invalid = self._pending
+            if len(actions.content_id):
+                votes_from = int(actions.content_id[0])
+            pending_invalid = {k: list(v) for k, v in invalid.items()}
         rec = self.recommender
         rec_state = None
         if callable(getattr(rec, "state_dict", None)) and callable(getattr(rec, "load_state_dict", None)):
@@ -345,10 +312,10 @@ class FeedEnv(ParallelEnv):
         return ({k: self.__dict__[k] for k in _STEP_ATTRS}, self.rng.bit_generator.state,
                 self.content.checkpoint(votes_from), len(self.vocab),
                 (w, w.keys, w.values, e, e.keys, e.values),      # PairTable.replace rebinds its arrays
-                tuple(self._shown_history), pending_state, rec_state)
+                tuple(self._shown_history), pending_invalid, rec_state)
 
     def _restore(self, snapshot: tuple) -> None:
-        attrs, rng_state, content_mark, n_topics, ties, shown, pending_state, rec_state = snapshot
+        attrs, rng_state, content_mark, n_topics, ties, shown, pending_invalid, rec_state = snapshot
         self.__dict__.update(attrs)
         self.rng.bit_generator.state = rng_state
         self.content.rollback(content_mark)
@@ -358,12 +325,10 @@ class FeedEnv(ParallelEnv):
         w.keys, w.values, e.keys, e.values = wk, wv, ek, ev
         self._shown_history.clear()
         self._shown_history.extend(shown)
-        if pending_state is not None:
-            batch, _, invalid = self._pending
-            vars(batch).clear()
-            vars(batch).update(pending_state[0])
+        if pending_invalid is not None:
+            invalid = self._pending[2]
             invalid.clear()
-            invalid.update(pending_state[1])
+            invalid.update(pending_invalid)
         if rec_state is not None:
             self.recommender.load_state_dict(rec_state)
 
@@ -376,10 +341,17 @@ class FeedEnv(ParallelEnv):
             invalid.setdefault(agent, []).append(err.record(phase))
         return handle
 
+    def _round_state(self) -> RoundState:
+        """What the action and vote parsers read, as the platform stands before a step."""
+        return RoundState(round=self.round, layout=self.layout, max_text_chars=self.config.max_text_chars,
+                          agent_ids=self.agents_all, agent_index=self._agent_index, content=self.content,
+                          vocab=self.vocab, feed=self._feed, inbox=self._inbox, vote_items=self._vote_items,
+                          sentiment_scorer=self._sentiment_scorer)
+
     def _act_step(self, actions: dict):
         invalid: dict[int, list] = {}
         handle = self._invalid_handler(invalid, "act")
-        parser = ActParser(self)
+        parser = ActParser(self._round_state())
         cols = SlotColumns()
         numeric_agents, numeric_vectors = [], []
         for i, agent in enumerate(self.agents_all):
@@ -407,14 +379,14 @@ class FeedEnv(ParallelEnv):
 
     def _commit_act(self, cols: SlotColumns, invalid: dict) -> None:
         """Store the validated actions and choose every agent's vote items."""
-        batch, texts = self._build_batch(cols)
-        self.content.append_batch(batch, texts)
-        pool = batch.content_id[batch.is_public]
+        actions, texts = self._round_actions(cols)
+        self.content.append_batch(actions, texts)
+        pool = actions.content_id[actions.is_public]
         self._vote_items = self._recommend(pool, self.config.vote_feed_size, "vote")
-        self._pending = (batch, texts, invalid)
+        self._pending = (actions, texts, invalid)
         self.phase = "vote"
 
-    def _build_batch(self, cols: SlotColumns) -> tuple[RoundBatch, list]:
+    def _round_actions(self, cols: SlotColumns) -> tuple[RoundActions, list]:
         """Columns in (agent, slot) order, new topics added to the vocabulary in that order."""
         order = np.lexsort((np.asarray(cols.slot, np.int64), np.asarray(cols.sender, np.int64)))
         topics = [cols.topic[k] for k in order]
@@ -425,7 +397,7 @@ class FeedEnv(ParallelEnv):
         m_row = position[np.concatenate(cols.mention_row)] if cols.mention_row else np.zeros(0, np.int64)
         m_agent = np.concatenate(cols.mention_agent) if cols.mention_agent else np.zeros(0, np.int64)
         m_order = np.argsort(m_row, kind="stable")
-        batch = RoundBatch(
+        actions = RoundActions(
             n_agents=self.config.n_agents, n_actions=self.config.n_actions, round=self.round,
             sender=np.asarray(cols.sender, np.int32)[order],
             kind=np.asarray(cols.kind, np.int8)[order],
@@ -436,7 +408,7 @@ class FeedEnv(ParallelEnv):
             mention_action=m_row[m_order],
             mention_agent=m_agent[m_order].astype(np.int32, copy=False),
         )
-        return batch, [cols.text[k] for k in order]
+        return actions, [cols.text[k] for k in order]
 
     def _vote_step(self, actions: dict):
         invalid = self._pending[2]
@@ -460,25 +432,22 @@ class FeedEnv(ParallelEnv):
 
     def _commit_vote(self, voters: np.ndarray, items: np.ndarray, values: np.ndarray):
         """Apply the validated votes and close the round: rewards, ties, recommender, next feeds."""
-        batch, texts, invalid = self._pending
-        self.content.apply_votes(items, values)
-        author = self.content.column("author")
-        batch.vote_voter = voters
-        batch.vote_item = items
-        batch.vote_value = values
-        batch.vote_author = author[items]
-        batch.vote_kind = self.content.column("kind")[items]
-        batch.vote_topic = self.content.column("topic")[items]
-        batch.feed = self._feed
-        batch.vote_feed = self._vote_items
-        topic = self.content.column("topic")
-        batch.feed_topics = (np.where(self._feed >= 0, topic[np.maximum(self._feed, 0)], -1) if len(topic)
-                             else np.full_like(self._feed, -1))
-        batch.prev_dm_sender, batch.prev_dm_recipient = self._prev_dm_sender, self._prev_dm_recipient
+        actions, texts, invalid = self._pending
+        content = self.content
+        content.apply_votes(items, values)
+        topic = content.column("topic")
+        batch = RoundBatch.from_actions(
+            actions, vote_voter=voters, vote_item=items, vote_value=values,
+            vote_author=content.column("author")[items], vote_kind=content.column("kind")[items],
+            vote_topic=topic[items], feed=self._feed, vote_feed=self._vote_items,
+            feed_topics=(np.where(self._feed >= 0, topic[np.maximum(self._feed, 0)], -1) if len(topic)
+                         else np.full_like(self._feed, -1)),
+            prev_dm_sender=self._prev_dm_sender, prev_dm_recipient=self._prev_dm_recipient)
 
         components = reward_components(batch, self._seen_feed, len(self.vocab), self.reward_params)
         totals = compose(components, self.lambdas)
-        tie_update = self.ties.update(batch, self._seen_any, context=self)
+        transcript = RoundTranscript(batch, texts, self.agents_all, self.vocab.names)
+        tie_update = self.ties.update(batch, self._seen_any, transcript)
         self._remember_topics(batch)
         self.recommender.update(self.content, batch, self.rng)
         self._shown_history.append(batch.feed)
@@ -501,6 +470,7 @@ class FeedEnv(ParallelEnv):
         return components, totals, done
 
     def _collect_votes(self, actions: dict, handle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        state = self._round_state()
         voter_parts, item_parts, value_parts = [], [], []
         numeric_agents, numeric_vectors = [], []
         for i, agent in enumerate(self.agents_all):
@@ -517,32 +487,16 @@ class FeedEnv(ParallelEnv):
                 numeric_agents.append(i)
                 numeric_vectors.append(vector)
                 continue
-            votes = parse_votes(self, i, payload, lambda err, i=i: handle(i, err))
+            votes = parse_votes(state, i, payload, lambda err, i=i: handle(i, err))
             if votes:
                 voter_parts.append(np.full(len(votes), i, np.int32))
                 item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
                 value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
         agents, matrix = stack_numeric(numeric_agents, numeric_vectors, self.layout, "votes", handle)
-        parts = self._numeric_votes(agents, matrix, handle)
+        parts = parse_numeric_votes(state, agents, matrix, handle)
         for part, out in zip(parts, (voter_parts, item_parts, value_parts)):
             out.append(part)
         return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
-
-    def _numeric_votes(self, agents: np.ndarray, matrix: np.ndarray, handle):
-        """Decode numeric vote codes (0/1/2 = vote -1/0/+1 on vote slot v) for many agents."""
-        if len(agents):
-            codes = matrix[:, self.layout.act_length:]
-            slots = self._vote_items[agents]
-            bad = ~np.isin(codes, (0, 1, 2)) | ((codes != 1) & (slots < 0))
-            for a, v in zip(*np.nonzero(bad)):
-                reason = ("vote code must be 0, 1 or 2" if codes[a, v] not in (0, 1, 2)
-                          else "a non-zero vote on an empty vote slot")
-                handle(int(agents[a]), InvalidAction(int(v), "votes", f"{reason}, got {codes[a, v]}"))
-            cast = (codes != 1) & ~bad
-            a_idx, v_idx = np.nonzero(cast)
-            return (agents[a_idx].astype(np.int32, copy=False), slots[a_idx, v_idx],
-                    (codes[a_idx, v_idx] - 1).astype(np.int8, copy=False))
-        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
 
     # ---------------------------------------------------------------- platform bookkeeping
     def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
@@ -614,219 +568,35 @@ class FeedEnv(ParallelEnv):
         is_dm = batch.kind == DM
         self._seen_any[batch.recipient[is_dm], batch.topic[is_dm]] = True  # DMs received
 
-    def _sentiment_of(self, text: str | None, tone_idx: int) -> float:
-        if text and self._scorer is not None:
-            return self._scorer(text)
-        return float(TONE_SENTIMENT[tone_idx])
-
     def _flags(self, value: bool) -> dict:
         return dict.fromkeys(self.agents, value)
 
     # ---------------------------------------------------------------- observations
+    def _observed_state(self) -> ObservedState:
+        """What the observations show, as the platform stands after a step."""
+        return ObservedState(round=self.round, phase=self.phase, feed=self._feed, vote_items=self._vote_items,
+                             inbox=self._inbox, inbox_ids=self._inbox_ids, inbox_ptr=self._inbox_ptr,
+                             last_rewards=self._last, lambdas=self.lambdas, content=self.content,
+                             vocab=self.vocab, tie_weights=self.ties.weights)
+
     def _observe(self) -> dict:
-        cfg = self.config
-        masks = self._masks() if cfg.action_masks else None
-        numeric = self._numeric_observations() if cfg.obs_format != "structured" else None
-        structured = self._structured_observations() if cfg.obs_format != "numeric" else None
-        obs = {}
-        for i, agent in enumerate(self.agents_all):
-            if structured is not None:
-                o = structured[i]
-                if numeric is not None:
-                    o["numeric"] = numeric(i)
-            else:
-                o = numeric(i)
-            if masks is not None:
-                o["action_mask"] = masks[i]
-            obs[agent] = o
-        return obs
+        return self._observations.observe(self._observed_state())
 
     def _masks(self) -> list:
-        """Per-agent mask tuples (shared between agents with equal masks). The act phase's
-        masks depend on the filled feed and inbox slots, the vote phase's on the filled vote
-        slots only (the act part is inert there, as the env ignores it)."""
-        cache = self._mask_cache
-        if self.phase == "vote":
-            codes, inverse = np.unique((self._vote_items >= 0).sum(axis=1), return_inverse=True)
-            tuples = [cache.get(True, False, 0, 0, c, 0) for c in codes.tolist()]
-        else:
-            n_feed = (self._feed >= 0).sum(axis=1)
-            n_dms = (self._inbox >= 0).sum(axis=1)
-            D1 = self.config.dm_inbox_size + 1
-            codes, inverse = np.unique(n_feed * D1 + n_dms, return_inverse=True)
-            first, n_topics = self.round == 1, len(self.vocab)
-            tuples = [cache.get(False, first, c // D1, c % D1, 0, n_topics) for c in codes.tolist()]
-        return [tuples[j] for j in inverse.tolist()]
-
-    def _numeric_arrays(self) -> dict:
-        """The numeric observation of every agent as stacked arrays (row i = agent i)."""
-        cfg = self.config
-        n = cfg.n_agents
-        me = np.arange(n)
-        self_feat = np.empty((n, len(SELF_FEATURES)), np.float32)
-        self_feat[:, 0] = self.round
-        self_feat[:, 1] = cfg.max_rounds
-        self_feat[:, 2] = PHASES.index(self.phase)
-        self_feat[:, 3:8] = self.lambdas
-        self_feat[:, 8:14] = self._last
-        # Feed and inbox do not change between a round's act and vote observations (votes and
-        # ties are applied after the vote step), so their features are computed once per round.
-        if self._feature_cache is None or self._feature_cache[0] != self.round:
-            self._feature_cache = None   # releases last round's arrays for reuse
-            self._feature_cache = (self.round, self._item_features(self._feed, me, "feed"),
-                                   self._dm_features(me))
-        _, feed, dms = self._feature_cache
-        return {"phase": PHASES.index(self.phase), "round": self.round, "self": self_feat,
-                "feed": feed, "dms": dms, "vote_items": self._item_features(self._vote_items, me, "vote_items")}
-
-    def _numeric_observations(self):
-        arrays = self._numeric_arrays()
-        phase, rnd = arrays["phase"], arrays["round"]
-        self_feat, feed, dms, votes = arrays["self"], arrays["feed"], arrays["dms"], arrays["vote_items"]
-
-        def row(i: int) -> dict:
-            return {"phase": phase, "round": rnd, "self": self_feat[i], "feed": feed[i],
-                    "dms": dms[i], "vote_items": votes[i]}
-        return row
-
-    def _item_features(self, ids: np.ndarray, me: np.ndarray, key: str) -> np.ndarray:
-        """FEED_ITEM_FEATURES of public items shown to each viewer (rows of ``ids``)."""
-        c, n = self.content, self.config.n_agents
-        mention_keys = c.mention_keys(n)
-
-        def columns(safe, viewers, author, tie_out, tie_in):
-            if len(mention_keys):
-                probe = _slot_major(safe * n + viewers[:, None])
-                pos = np.minimum(np.searchsorted(mention_keys, probe), len(mention_keys) - 1)
-                mention_me = _from_slot_major(mention_keys[pos] == probe, safe.shape)
-            else:
-                mention_me = False
-            return [1.0, author, c.column("topic")[safe], c.column("kind")[safe] == COM,
-                    c.column("likes")[safe], c.column("dislikes")[safe],
-                    self.round - c.column("round")[safe], tie_out, tie_in, mention_me]
-        return self._shown_features(ids, me, len(FEED_ITEM_FEATURES), columns, key)
-
-    def _dm_features(self, me: np.ndarray) -> np.ndarray:
-        """DM_FEATURES of the inbox."""
-        c = self.content
-
-        def columns(safe, viewers, author, tie_out, tie_in):
-            return [1.0, author, c.column("topic")[safe], c.column("sentiment")[safe], tie_out, tie_in]
-        return self._shown_features(self._inbox, me, len(DM_FEATURES), columns, "dms")
-
-    def _shown_features(self, ids: np.ndarray, me: np.ndarray, width: int, columns, key: str) -> np.ndarray:
-        """(viewers, slots, width) features of shown content; empty slots: present 0, author
-        and topic -1. ``columns(safe_ids, viewers, author, tie_out, tie_in)`` lists the feature
-        columns of a block of viewers."""
-        feats = self._buffers.empty(key, ids.shape + (width,), np.float32)
-        any_shown = bool((ids >= 0).any())
-        # Viewers are processed in blocks whose feature rows fit in cache: writing the columns
-        # of an interleaved (viewers, slots, width) array is otherwise one pass over main memory
-        # per column, which made 100k agents 25x slower than 10k instead of 10x.
-        block = max(1, _FEATURE_BLOCK_BYTES // max(1, feats[0].nbytes))
-        for start in range(0, len(ids), block):
-            out = feats[start:start + block]
-            out[...] = 0
-            out[..., 1:3] = -1
-            if any_shown:
-                self._shown_block(ids[start:start + block], me[start:start + block], out, columns)
-        return feats
-
-    def _shown_block(self, ids: np.ndarray, viewers: np.ndarray, out: np.ndarray, columns) -> None:
-        n = self.config.n_agents
-        present = ids >= 0
-        safe = np.maximum(ids, 0)
-        author = self.content.column("author")[safe].astype(np.int64, copy=False)
-        # (viewer, author) keys only touch the block's rows of the tie table, a cache-sized
-        # slice; (author, viewer) keys are probed slot by slot: viewers in a slot often share
-        # the author, so probes arrive nearly sorted and the binary searches stay in cache.
-        rows = (int(viewers.min()), int(viewers.max()) + 1)
-        tie_out = self.ties.weights.lookup((viewers[:, None] * n + author).ravel(), src_range=rows)
-        tie_out = tie_out.reshape(ids.shape)
-        tie_in = _from_slot_major(self.ties.weights.lookup(_slot_major(author * n + viewers[:, None])),
-                                  ids.shape)
-        full = bool(present.all())
-        for j, col in enumerate(columns(safe, viewers, author, tie_out, tie_in)):
-            out[..., j] = col if full else np.where(present, col, out[..., j])
-
-    def _structured_observations(self) -> list[dict]:
-        cfg = self.config
-        shown = np.concatenate([self._feed.ravel(), self._vote_items.ravel(), self._inbox_ids])
-        base = self._item_dicts(np.unique(shown[shown >= 0]))
-        topics = self.vocab.names
-        last_rows = self._last.tolist()
-        lambda_rows = self.lambdas.tolist()
-        names = REWARD_NAMES + ("total",)
-        out = []
-        for i, agent in enumerate(self.agents_all):
-            feed = [_copy_item(base[j]) for j in self._feed[i].tolist() if j >= 0]
-            votes = [_copy_item(base[j]) for j in self._vote_items[i].tolist() if j >= 0]
-            dms = [dict(base[j]) for j in self._inbox_ids[self._inbox_ptr[i]:self._inbox_ptr[i + 1]].tolist()]
-            out.append({
-                "phase": self.phase, "round": self.round, "agent": agent, "n_actions": cfg.n_actions,
-                "users": Peers(self.agents_all, i), "feed": feed, "dms": dms, "topics": topics,
-                "last_rewards": dict(zip(names, last_rows[i])),
-                "lambdas": dict(zip(REWARD_NAMES, lambda_rows[i])), "vote_items": votes,
-            })
-        return out
-
-    def _item_dicts(self, ids: np.ndarray) -> dict[int, dict]:
-        c = self.content
-        ids_l = ids.tolist()
-        kind = c.column("kind")[ids].tolist()
-        author = c.column("author")[ids].tolist()
-        recipient = c.column("recipient")[ids].tolist()
-        topic = c.column("topic")[ids].tolist()
-        target = c.column("target_id")[ids].tolist()
-        likes = c.column("likes")[ids].tolist()
-        dislikes = c.column("dislikes")[ids].tolist()
-        rnd = c.column("round")[ids].tolist()
-        names, agents = self.vocab.names, self.agents_all
-        out = {}
-        for k, cid in enumerate(ids_l):
-            if kind[k] == DM:
-                out[cid] = {"id": cid, "type": "DM", "author": agents[author[k]],
-                            "recipient": agents[recipient[k]], "topic": names[topic[k]],
-                            "text": c.texts[cid], "target_id": target[k] if target[k] >= 0 else None,
-                            "round": rnd[k]}
-            else:
-                out[cid] = {"id": cid, "type": ACTION_TYPES[kind[k]], "author": agents[author[k]],
-                            "topic": names[topic[k]], "text": c.texts[cid],
-                            "target_id": target[k] if target[k] >= 0 else None,
-                            "mentions": [agents[m] for m in c.mentions_of(cid)],
-                            "likes": likes[k], "dislikes": dislikes[k], "round": rnd[k]}
-        return out
+        return self._observations.masks(self._observed_state())
 
     def round_transcript(self) -> list[dict]:
-        """The round being closed (during its vote step) or the last closed round, as readable
-        entries: every action (``kind`` POST/COM/DM, ``sender``, ``recipient`` = RCPT, ``mentions``,
-        ``id``, ``target_id``, ``topic``, ``sentiment`` s(a), ``text``) and every non-zero vote (``kind``
-        VOTE, ``sender`` = voter, ``recipient`` = author, ``id`` = item, ``value``). For text-based
-        tie scorers and logs; a Python loop, so meant for LLM-sized populations."""
+        """The round in its vote phase (its actions) or the last closed round (its actions and
+        non-zero votes), as readable entries (see ``socialgym.platform.actions.RoundTranscript``).
+        For text-based tie scorers and logs; a Python loop, so meant for LLM-sized populations."""
         self._require_state("round_transcript")
         if self.phase == "vote" and self._pending is not None:
-            batch, texts = self._pending[0], self._pending[1]
+            actions, texts = self._pending[0], self._pending[1]
         elif self.last_round is not None:
-            batch, texts = self.last_round.batch, self.last_round.texts
+            actions, texts = self.last_round.batch, self.last_round.texts
         else:
             return []
-        names, topics = self.agents_all, self.vocab.names
-        mentions: dict[int, list[str]] = {}
-        for row, agent in zip(batch.mention_action.tolist(), batch.mention_agent.tolist()):
-            mentions.setdefault(row, []).append(names[agent])
-        sentiment = batch.sentiment.tolist()
-        out = []
-        for k, (snd, kind, rcp, tgt, top, cid) in enumerate(zip(
-                batch.sender.tolist(), batch.kind.tolist(), batch.recipient.tolist(), batch.target_id.tolist(),
-                batch.topic.tolist(), batch.content_id.tolist())):
-            out.append({"kind": ACTION_TYPES[kind], "sender": names[snd], "recipient": names[rcp] if rcp >= 0 else None,
-                        "mentions": mentions.get(k, []), "id": cid, "target_id": tgt if tgt >= 0 else None,
-                        "topic": topics[top], "sentiment": sentiment[k], "text": texts[k] or ""})
-        for voter, item, author, value in zip(batch.vote_voter.tolist(), batch.vote_item.tolist(),
-                                              batch.vote_author.tolist(), batch.vote_value.tolist()):
-            out.append({"kind": "VOTE", "sender": names[voter], "recipient": names[author], "id": item,
-                        "value": value})
-        return out
+        return RoundTranscript(actions, texts, self.agents_all, self.vocab.names).entries
 
     def _tie_lookup(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         src = np.asarray(src, np.int64)
@@ -935,20 +705,3 @@ class FeedEnv(ParallelEnv):
     def close(self) -> None:
         pass
 
-
-_FEATURE_BLOCK_BYTES = 1 << 20   # per block of viewers: well inside L2
-
-
-def _slot_major(keys: np.ndarray) -> np.ndarray:
-    """(viewers, slots) -> flat in slot-major order."""
-    return keys.T.ravel()
-
-
-def _from_slot_major(flat: np.ndarray, shape: tuple) -> np.ndarray:
-    return flat.reshape(shape[::-1]).T
-
-
-def _copy_item(item: dict) -> dict:
-    copy = dict(item)
-    copy["mentions"] = list(item["mentions"])
-    return copy

@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from socialgym.config import normalise_topic
 from socialgym.envs.feed.encoding import FIELDS, ActionLayout
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONE_SENTIMENT, TONES
-from socialgym.platform.topics import topic_problem
+from socialgym.platform.content import ContentStore
+from socialgym.platform.topics import TopicVocabulary, topic_problem
 from socialgym.platform.validation import utf8_problem
 
 _ACTION_KEYS = {
@@ -69,15 +70,34 @@ class SlotColumns:
     mention_agent: list = field(default_factory=list)
 
 
-class ActParser:
-    """Parses act-phase payloads against the live platform state of one round."""
+@dataclass(frozen=True)
+class RoundState:
+    """What the parsers read of the platform during one step: the content store and the topic
+    vocabulary as they stand before the step, and each agent's (row's) lists of content ids
+    (-1 = empty slot)."""
 
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self.n = env.config.n_agents
-        self.n_actions = env.config.n_actions
-        self.first_round = env.round == 1
-        self.max_text = env.config.max_text_chars
+    round: int
+    layout: ActionLayout
+    max_text_chars: int
+    agent_ids: tuple[str, ...]
+    agent_index: Mapping[str, int]
+    content: ContentStore
+    vocab: TopicVocabulary
+    feed: np.ndarray                    # (n, feed_size)
+    inbox: np.ndarray                   # (n, dm_inbox_size), newest first
+    vote_items: np.ndarray              # (n, vote_feed_size)
+    sentiment_scorer: Callable[[str], float] | None     # s(a) of a text; None: by tone only
+
+
+class ActParser:
+    """Parses act-phase payloads against the platform state of one round."""
+
+    def __init__(self, state: RoundState) -> None:
+        self.state = state
+        self.n = state.layout.n_agents
+        self.n_actions = state.layout.n_actions
+        self.first_round = state.round == 1
+        self.max_text = state.max_text_chars
 
     # ---- structured -------------------------------------------------------------------------
     def parse_structured(self, agent: int, payload: Any, out: SlotColumns, on_invalid) -> None:
@@ -106,7 +126,7 @@ class ActParser:
                 on_invalid(err)
 
     def _parse_one(self, agent: int, slot: int, action: Any, out: SlotColumns) -> None:
-        env = self.env
+        state = self.state
         if not isinstance(action, Mapping):
             raise InvalidAction(slot, "type", f"action must be a dict, got {_short(action)}")
         kind_name = action.get("type")
@@ -144,26 +164,26 @@ class ActParser:
         target_id, recipient, inherited = -1, -1, None
         if kind == COM:
             target_id = self._content_id(slot, action.get("target_id"), "target_id", required=True)
-            feed = env._feed[agent]
+            feed = state.feed[agent]
             if not (feed == target_id).any():
                 raise InvalidAction(slot, "target_id",
                                     f"{target_id} is not a public item in this agent's feed "
                                     f"(feed ids: {feed[feed >= 0].tolist()})")
-            recipient = int(env.content.column("author")[target_id])
-            inherited = int(env.content.column("topic")[target_id])
+            recipient = int(state.content.column("author")[target_id])
+            inherited = int(state.content.column("topic")[target_id])
         elif kind == DM:
             recipient = self._agent(slot, action.get("recipient"), "recipient")
             if recipient == agent:
                 raise InvalidAction(slot, "recipient", "an agent cannot send a DM to itself")
             if action.get("target_id") is not None:
                 target_id = self._content_id(slot, action.get("target_id"), "target_id", required=True)
-                col = env.content
+                col = state.content
                 if col.column("kind")[target_id] != DM or col.column("recipient")[target_id] != agent:
                     raise InvalidAction(slot, "target_id", f"{target_id} is not a DM addressed to this agent")
                 if col.column("author")[target_id] != recipient:
                     raise InvalidAction(slot, "target_id",
-                                        f"DM {target_id} was sent by {env.agents_all[col.column('author')[target_id]]}, "
-                                        f"so a reply to it must go to them, not {env.agents_all[recipient]}")
+                                        f"DM {target_id} was sent by {state.agent_ids[col.column('author')[target_id]]}, "
+                                        f"so a reply to it must go to them, not {state.agent_ids[recipient]}")
                 inherited = int(col.column("topic")[target_id])
         topic = action.get("topic")
         # a COM (and a DM reply) without a topic takes its target's (SPEC §1); a given one is checked
@@ -179,7 +199,8 @@ class ActParser:
                 if idx != agent and idx not in mentions:  # a self-mention is ignored (SPEC §1)
                     mentions.append(idx)
 
-        sentiment = env._sentiment_of(text, tone_idx)
+        scorer = state.sentiment_scorer
+        sentiment = scorer(text) if text and scorer is not None else float(TONE_SENTIMENT[tone_idx])
         out.sender.append(agent)
         out.slot.append(slot)
         out.kind.append(kind)
@@ -196,12 +217,12 @@ class ActParser:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise InvalidAction(slot, name, f"{name} must be an integer content id, got {_short(value)}")
         value = int(value)
-        if not 0 <= value < len(self.env.content):
+        if not 0 <= value < len(self.state.content):
             raise InvalidAction(slot, name, f"{value} is not a known content id")
         return value
 
     def _agent(self, slot: int, value: Any, name: str) -> int:
-        idx = self.env._agent_index.get(value) if isinstance(value, str) else None
+        idx = self.state.agent_index.get(value) if isinstance(value, str) else None
         if idx is None:
             raise InvalidAction(slot, name, f"{_short(value)} is not a known agent id")
         return idx
@@ -211,7 +232,7 @@ class ActParser:
         not a bool, in ``0 .. len(vocabulary) - 1`` as it stands before this step) or a topic
         string (``socialgym.platform.topics.topic_problem``); returns the index of a known topic
         or the normalised new string."""
-        vocab = self.env.vocab
+        vocab = self.state.vocab
         if isinstance(topic, (int, np.integer)) and not isinstance(topic, (bool, np.bool_)):
             if not 0 <= topic < len(vocab):
                 known = f"indices 0 .. {len(vocab) - 1}" if len(vocab) else "the vocabulary is empty"
@@ -230,7 +251,7 @@ class ActParser:
     def parse_numeric(self, agents: np.ndarray, vectors, out: SlotColumns, on_invalid) -> None:
         """Vectorised decoding of numeric actions (a list of vectors or one (a, L) matrix);
         ``on_invalid(agent, err)`` raises or records."""
-        env, lay = self.env, self.env.layout
+        state, lay = self.state, self.state.layout
         agents, matrix = stack_numeric(agents, vectors, lay, "actions", on_invalid)
         if not len(agents):
             return
@@ -256,17 +277,17 @@ class ActParser:
         kind = act[:, :, 0]
         if self.first_round:
             flag(kind != POST, 0, "round 1 allows only POST (nothing exists yet)")
-        feed = env._feed[agents]                                          # (a, F)
+        feed = state.feed[agents]                                         # (a, F)
         feed_slot = act[:, :, 1]
         target = np.take_along_axis(feed, feed_slot, axis=1)
         flag((kind == COM) & (target < 0), 1, "the feed slot is empty")
-        inbox = env._inbox[agents]                                        # (a, D)
+        inbox = state.inbox[agents]                                       # (a, D)
         reply = act[:, :, 3]
         replied = np.where(reply > 0, np.take_along_axis(inbox, np.maximum(reply - 1, 0), axis=1), -1)
         flag((kind == DM) & (reply > 0) & (replied < 0), 3, "the inbox slot is empty")
         topic = act[:, :, 4]
-        flag(((kind == POST) | (kind == DM)) & (topic >= len(env.vocab)), 4,
-             f"topic index beyond the vocabulary of {len(env.vocab)} topics")
+        flag(((kind == POST) | (kind == DM)) & (topic >= len(state.vocab)), 4,
+             f"topic index beyond the vocabulary of {len(state.vocab)} topics")
         mention_flags = act[:, :, len(FIELDS):].astype(bool)             # (a, N, F)
         empty_mention = mention_flags & (feed[:, None, :] < 0)
         for j in range(lay.feed_size):
@@ -280,8 +301,8 @@ class ActParser:
         a_idx, s_idx = np.nonzero(keep)
         sender = agents[a_idx]
         k = kind[a_idx, s_idx]
-        authors = env.content.column("author")
-        topics_col = env.content.column("topic")
+        authors = state.content.column("author")
+        topics_col = state.content.column("topic")
         tgt = target[a_idx, s_idx]
         rep = replied[a_idx, s_idx]
         new_dm_recipient = (sender + 1 + act[a_idx, s_idx, 2]) % self.n
@@ -439,14 +460,14 @@ def _numeric_shape_error(arr: np.ndarray, lay: ActionLayout) -> str | None:
     return f"numeric action must be an integer array, got dtype {arr.dtype}"
 
 
-def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int]:
+def parse_votes(state: RoundState, agent: int, payload: Any, on_invalid) -> dict[int, int]:
     """Structured vote payload -> {content id: +1/-1} for the agent's vote items (numeric
-    vote vectors are decoded for all agents at once by the environment).
+    vote vectors are decoded for all agents at once by ``parse_numeric_votes``).
 
     Keys are ids or their decimal strings (JSON), so several keys may name one item (``17``,
     ``"17"``, ``" 17"``): if they give the same value they count as one vote; if they differ the
     item gets no vote and each conflicting key is an invalid vote (field ``votes[17]``)."""
-    items = env._vote_items[agent]
+    items = state.vote_items[agent]
     allowed = {int(i) for i in items if i >= 0}
     if not isinstance(payload, Mapping) or "votes" not in payload:
         on_invalid(InvalidAction(None, "votes", f"vote-phase action must be {{'votes': {{id: +1|-1|0}}}} "
@@ -491,6 +512,26 @@ def parse_votes(env: Any, agent: int, payload: Any, on_invalid) -> dict[int, int
         if value != 0:
             votes[item] = int(value)
     return votes
+
+
+def parse_numeric_votes(state: RoundState, agents: np.ndarray, matrix: np.ndarray,
+                        on_invalid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decode the numeric vote codes (0/1/2 = vote -1/0/+1 on vote slot v) of many agents (rows
+    of ``matrix``) into the (voters, items, values) of their non-zero votes;
+    ``on_invalid(agent, err)`` raises or records."""
+    if len(agents):
+        codes = matrix[:, state.layout.act_length:]
+        slots = state.vote_items[agents]
+        bad = ~np.isin(codes, (0, 1, 2)) | ((codes != 1) & (slots < 0))
+        for a, v in zip(*np.nonzero(bad)):
+            reason = ("vote code must be 0, 1 or 2" if codes[a, v] not in (0, 1, 2)
+                      else "a non-zero vote on an empty vote slot")
+            on_invalid(int(agents[a]), InvalidAction(int(v), "votes", f"{reason}, got {codes[a, v]}"))
+        cast = (codes != 1) & ~bad
+        a_idx, v_idx = np.nonzero(cast)
+        return (agents[a_idx].astype(np.int32, copy=False), slots[a_idx, v_idx],
+                (codes[a_idx, v_idx] - 1).astype(np.int8, copy=False))
+    return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
 
 
 def _vote_key(key: Any) -> int:
