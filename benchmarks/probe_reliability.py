@@ -1954,12 +1954,14 @@ def _resume_config(ctx: Ctx, **changes) -> Path:
 
 
 def killed_run(ctx: Ctx, point: str = "3:act", **changes) -> Path:
-    """A run SIGKILLed at ``point`` (a subprocess running the real command)."""
+    """A run SIGKILLed at ``point`` (a subprocess running the real command; the kill switch is the
+    test-only tests/faults/sitecustomize.py, put on the subprocess's PYTHONPATH)."""
     def build() -> Path:
         out = ctx.fresh("killed")
         proc = subprocess.run([sys.executable, "-m", "socialgym.cli", "run", str(_resume_config(ctx, **changes)),
                                "--out", str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=180,
-                              env={**os.environ, "SOCIALGYM_KILL_AT": point})
+                              env={**os.environ, "SOCIALGYM_KILL_AT": point, "PYTHONPATH": os.pathsep.join(
+                                  p for p in (str(ROOT / "tests" / "faults"), os.environ.get("PYTHONPATH")) if p)})
         if proc.returncode != -signal.SIGKILL:
             raise RuntimeError(f"probe setup: the run was not killed (exit {proc.returncode}): "
                                f"{one_line(proc.stderr[-400:], 300)}")

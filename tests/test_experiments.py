@@ -3,7 +3,9 @@
 Crash tests run the real command (``python -m socialgym.cli``) in a subprocess and kill it with
 SIGKILL, either from inside at a chosen point (``SOCIALGYM_KILL_AT``: after the act step, after
 the round's files are written, or between writing the new checkpoint and renaming it) or from
-outside at whatever moment the run has reached.
+outside at whatever moment the run has reached. The variable is read by the tests' own kill
+switch (tests/faults/sitecustomize.py, on the subprocesses' PYTHONPATH through conftest.py), which
+installs the runner's fault hook; socialgym itself never reads it.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ recommender "chronological" (newest = largest id first), feed_size / vote_feed_s
 
 Content ids are assigned in order of creation: within a round agent_0's slots first, then
 agent_1's, then agent_2's; POST/COM/DM share one id space, NOT creates nothing.
+
+A0, A1, A2, AGENTS, EPS, NOT, the builders post/com/dm and the helpers make_env/play_round are
+fixtures of tests/conftest.py (the scripted episodes); the main episode's script and its
+hand-computed tables (MAIN_SCRIPT, SOC, ..., TOTALS) are module-scoped fixtures built from them.
 """
 
 import functools
@@ -20,20 +24,22 @@ import pytest
 
 socialgym = pytest.importorskip("socialgym")
 
-import scripted  # noqa: E402  (tests/ helper module; after the importorskip guard)
-from scripted import A0, A1, A2, AGENTS, EPS, NOT, com, dm, post  # noqa: E402
-
 COMPONENTS = ("SOC", "INF", "PRE", "COORD", "EMO")
 LN2, LN3, LN4 = math.log(2), math.log(3), math.log(4)
 TOL = dict(rel=1e-6, abs=1e-6)
 
 
 # --------------------------------------------------------------------------- helpers
-# make_env / play_round come from scripted.py with this module's settings: n_actions 2 by
-# default and the reset observation returned (env, obs); every round checks that the act
-# step's rewards are 0.0.
-make_env = functools.partial(scripted.make_env, n_actions=2, return_obs=True)
-play_round = functools.partial(scripted.play_round, check_act_rewards=True)
+# make_env / play_round are conftest's with this module's settings: n_actions 2 by default and
+# the reset observation returned (env, obs); every round checks that the act step's rewards are 0.0.
+@pytest.fixture(scope="module")
+def make_env(make_env):
+    return functools.partial(make_env, n_actions=2, return_obs=True)
+
+
+@pytest.fixture(scope="module")
+def play_round(play_round):
+    return functools.partial(play_round, check_act_rewards=True)
 
 
 def comps(infos, agent):
@@ -64,9 +70,12 @@ def entropy(counts):
     return -sum(c / n * math.log(c / n) for c in counts if c)
 
 
-def emo(u_pos, u_neg, b_emo=-1.0):
-    # SPEC §3 EMO formula applied to hand-counted U+ / U-.
-    return 0.5 * (1 + (u_pos + b_emo * u_neg) / (u_pos + abs(b_emo) * u_neg + EPS))
+@pytest.fixture(scope="module")
+def emo(EPS):
+    def emo(u_pos, u_neg, b_emo=-1.0):
+        # SPEC §3 EMO formula applied to hand-counted U+ / U-.
+        return 0.5 * (1 + (u_pos + b_emo * u_neg) / (u_pos + abs(b_emo) * u_neg + EPS))
+    return emo
 
 
 # --------------------------------------------------------------------------- the main scripted episode
@@ -101,44 +110,55 @@ def emo(u_pos, u_neg, b_emo=-1.0):
 #   vote items: agent_0 {15,16}; agent_1 {16}; agent_2 {15}
 #   votes: agent_0 {15:-1, 16:+1}; agent_1 {16:+1}; agent_2 {15:0}
 
-MAIN_SCRIPT = [
-    (
-        {
-            A0: [post("a"), post("b")],
-            A1: [post("a"), post("a")],
-            A2: [post("b"), post("a")],
-        },
-        {A0: {2: +1, 4: -1}, A1: {0: +1, 1: +1, 4: +1}, A2: {0: +1, 2: -1, 3: 0}},
-    ),
-    (
-        {
-            A0: [com(2, "supportive", [A2]), dm(A1, "c", "critical")],
-            A1: [dm(A0, "b", "critical"), post("b", "neutral", [A0])],
-            A2: [com(1, "critical"), post("d", "neutral")],
-        },
-        {A0: {9: +1, 10: -1, 11: -1}, A1: {6: +1, 11: +1}, A2: {6: -1, 9: +1}},
-    ),
-    (
-        {
-            A0: [dm(A1, "b", "supportive", reply_to=8), dm(A1, "a", "supportive")],
-            A1: [dm(A2, "a", "neutral"), post("a", "supportive", [A0, A2, A1])],
-            A2: [com(9, "supportive", [A0]), dm(A0, "b", "supportive")],
-        },
-        {A0: {15: -1, 16: +1}, A1: {16: +1}, A2: {15: 0}},
-    ),
-]
+
+@pytest.fixture(scope="module")
+def MAIN_SCRIPT(post, com, dm, A0, A1, A2):
+    return [
+        (
+            {
+                A0: [post("a"), post("b")],
+                A1: [post("a"), post("a")],
+                A2: [post("b"), post("a")],
+            },
+            {A0: {2: +1, 4: -1}, A1: {0: +1, 1: +1, 4: +1}, A2: {0: +1, 2: -1, 3: 0}},
+        ),
+        (
+            {
+                A0: [com(2, "supportive", [A2]), dm(A1, "c", "critical")],
+                A1: [dm(A0, "b", "critical"), post("b", "neutral", [A0])],
+                A2: [com(1, "critical"), post("d", "neutral")],
+            },
+            {A0: {9: +1, 10: -1, 11: -1}, A1: {6: +1, 11: +1}, A2: {6: -1, 9: +1}},
+        ),
+        (
+            {
+                A0: [dm(A1, "b", "supportive", reply_to=8), dm(A1, "a", "supportive")],
+                A1: [dm(A2, "a", "neutral"), post("a", "supportive", [A0, A2, A1])],
+                A2: [com(9, "supportive", [A0]), dm(A0, "b", "supportive")],
+            },
+            {A0: {15: -1, 16: +1}, A1: {16: +1}, A2: {15: 0}},
+        ),
+    ]
+
 
 # Sanity of the id bookkeeping the hand computation relies on.
-EXPECTED_FEEDS = [
-    {A0: [], A1: [], A2: []},
-    {A0: [5, 4, 3, 2], A1: [5, 4, 1, 0], A2: [3, 2, 1, 0]},
-    {A0: [11, 10, 9, 5, 4, 3, 2], A1: [11, 10, 6, 5, 4, 1, 0], A2: [9, 6, 3, 2, 1, 0]},
-]
-EXPECTED_VOTE_ITEMS = [
-    {A0: [2, 3, 4, 5], A1: [0, 1, 4, 5], A2: [0, 1, 2, 3]},
-    {A0: [9, 10, 11], A1: [6, 10, 11], A2: [6, 9]},
-    {A0: [15, 16], A1: [16], A2: [15]},
-]
+@pytest.fixture(scope="module")
+def EXPECTED_FEEDS(A0, A1, A2):
+    return [
+        {A0: [], A1: [], A2: []},
+        {A0: [5, 4, 3, 2], A1: [5, 4, 1, 0], A2: [3, 2, 1, 0]},
+        {A0: [11, 10, 9, 5, 4, 3, 2], A1: [11, 10, 6, 5, 4, 1, 0], A2: [9, 6, 3, 2, 1, 0]},
+    ]
+
+
+@pytest.fixture(scope="module")
+def EXPECTED_VOTE_ITEMS(A0, A1, A2):
+    return [
+        {A0: [2, 3, 4, 5], A1: [0, 1, 4, 5], A2: [0, 1, 2, 3]},
+        {A0: [9, 10, 11], A1: [6, 10, 11], A2: [6, 9]},
+        {A0: [15, 16], A1: [16], A2: [15]},
+    ]
+
 
 # ---- SOC = 0.5 * I_sent/N + 0.5 * I_rec/|B^DIR|
 # r1: no DM/COM at all -> I_sent = 0, |B^DIR| = 0 (zero denominator -> 0) -> SOC = 0 for all.
@@ -150,11 +170,14 @@ EXPECTED_VOTE_ITEMS = [
 #   agent_0: sent {12,13} -> 0.5 ; received {17} -> 0.5*1/5 = 0.1 ; SOC = 0.6
 #   agent_1: sent {14} -> 0.25 ; received {12,13,16 (COM on a1's 9)} -> 0.5*3/5 = 0.3 ; SOC = 0.55
 #   agent_2: sent {16,17} -> 0.5 ; received {14} -> 0.1 ; SOC = 0.6
-SOC = [
-    {A0: 0.0, A1: 0.0, A2: 0.0},
-    {A0: 0.75, A1: 0.5, A2: 0.25},
-    {A0: 0.6, A1: 0.55, A2: 0.6},
-]
+@pytest.fixture(scope="module")
+def SOC(A0, A1, A2):
+    return [
+        {A0: 0.0, A1: 0.0, A2: 0.0},
+        {A0: 0.75, A1: 0.5, A2: 0.25},
+        {A0: 0.6, A1: 0.55, A2: 0.6},
+    ]
+
 
 # ---- INF = 0.5 * T/K + 0.5 * H/ln K
 # r1: K = |{a,b}| = 2; feeds empty -> T = 0, H = 0 -> INF = 0.
@@ -170,19 +193,22 @@ SOC = [
 #   agent_1: same counts -> 0.4872039
 #   agent_2: a4 b2 -> T = 0 (a, b both seen in its r2 feed), H = -(2/3 ln 2/3 + 1/3 ln 1/3) = 0.6365142
 #            INF = 0 + 0.5*0.6365142/ln 4 = 0.2295740
-INF = [
-    {A0: 0.0, A1: 0.0, A2: 0.0},
-    {
-        A0: 0.5 * 2 / 4 + 0.5 * entropy([3, 1]) / LN4,  # 0.4528195
-        A1: 0.5 * 2 / 4 + 0.5 * LN2 / LN4,  # 0.5
-        A2: 0.5 * 2 / 4 + 0.5 * entropy([3, 1]) / LN4,  # 0.4528195
-    },
-    {
-        A0: 0.5 * 1 / 4 + 0.5 * entropy([3, 3, 1]) / LN4,  # 0.4872039
-        A1: 0.5 * 1 / 4 + 0.5 * entropy([3, 3, 1]) / LN4,  # 0.4872039
-        A2: 0.5 * 0 / 4 + 0.5 * entropy([4, 2]) / LN4,  # 0.2295740
-    },
-]
+@pytest.fixture(scope="module")
+def INF(A0, A1, A2):
+    return [
+        {A0: 0.0, A1: 0.0, A2: 0.0},
+        {
+            A0: 0.5 * 2 / 4 + 0.5 * entropy([3, 1]) / LN4,  # 0.4528195
+            A1: 0.5 * 2 / 4 + 0.5 * LN2 / LN4,  # 0.5
+            A2: 0.5 * 2 / 4 + 0.5 * entropy([3, 1]) / LN4,  # 0.4528195
+        },
+        {
+            A0: 0.5 * 1 / 4 + 0.5 * entropy([3, 3, 1]) / LN4,  # 0.4872039
+            A1: 0.5 * 1 / 4 + 0.5 * entropy([3, 3, 1]) / LN4,  # 0.4872039
+            A2: 0.5 * 0 / 4 + 0.5 * entropy([4, 2]) / LN4,  # 0.2295740
+        },
+    ]
+
 
 # ---- PRE = 0.5 * P/N + 0.5 * (L+ - L-)/((|V|-1)*N),  (|V|-1)*N = 2*2 = 4
 # r1: every agent 2 POSTs -> P/N = 1.
@@ -195,11 +221,14 @@ INF = [
 # r3: agent_0 no POST -> 0
 #     agent_1 POST 15: -1(a0), 0(a2) -> 0.25 + 0.5*(-1)/4 = 0.125
 #     agent_2 no POST (its COM 16 got two +1 -> ignored) -> 0
-PRE = [
-    {A0: 0.875, A1: 0.5, A2: 0.5},
-    {A0: 0.0, A1: 0.5, A2: 0.25},
-    {A0: 0.0, A1: 0.125, A2: 0.0},
-]
+@pytest.fixture(scope="module")
+def PRE(A0, A1, A2):
+    return [
+        {A0: 0.875, A1: 0.5, A2: 0.5},
+        {A0: 0.0, A1: 0.5, A2: 0.25},
+        {A0: 0.0, A1: 0.125, A2: 0.0},
+    ]
+
 
 # ---- COORD = 0.5 * M/|B^PUB| + 0.5 * R/|D_{t-1}|
 # r1: B^PUB = 6 posts, no mentions -> 0; D_0 empty -> 0.
@@ -210,11 +239,14 @@ PRE = [
 #            -> 0.5*1/1 = 0.5 ; COORD = 1.0   (counting actions would give 1.5)
 #   agent_1: only self-mention in 15 (ignored) -> 0 ; DMs only a2 (not in D) -> R = 0 -> COORD = 0
 #   agent_2: mentioned by 15 -> 0.5*1/2 = 0.25 ; D empty -> 0 ; COORD = 0.25
-COORD = [
-    {A0: 0.0, A1: 0.0, A2: 0.0},
-    {A0: 0.125, A1: 0.0, A2: 0.125},
-    {A0: 1.0, A1: 0.0, A2: 0.25},
-]
+@pytest.fixture(scope="module")
+def COORD(A0, A1, A2):
+    return [
+        {A0: 0.0, A1: 0.0, A2: 0.0},
+        {A0: 0.125, A1: 0.0, A2: 0.125},
+        {A0: 1.0, A1: 0.0, A2: 0.25},
+    ]
+
 
 # ---- EMO: U+/U- over DMs and COMs whose recipient is u (mentions/votes do not count)
 #   r1: nothing -> U+ = U- = 0 -> 0.5 for all
@@ -224,50 +256,62 @@ COORD = [
 #   r3: agent_0 gets DM 17 (+1): U+ 1, U- 0
 #       agent_1 gets DM 12 (+1), DM 13 (+1), COM 16 (+1): U+ 3, U- 0
 #       agent_2 gets DM 14 (neutral 0): U+ 0, U- 0
-EMO_COUNTS = [
-    {A0: (0, 0), A1: (0, 0), A2: (0, 0)},
-    {A0: (0, 2), A1: (1, 1), A2: (0, 0)},
-    {A0: (1, 0), A1: (3, 0), A2: (0, 0)},
-]
+@pytest.fixture(scope="module")
+def EMO_COUNTS(A0, A1, A2):
+    return [
+        {A0: (0, 0), A1: (0, 0), A2: (0, 0)},
+        {A0: (0, 2), A1: (1, 1), A2: (0, 0)},
+        {A0: (1, 0), A1: (3, 0), A2: (0, 0)},
+    ]
+
+
 # b_emo = -1:
 #   r2 agent_0: 0.5*(1 + (0 - 2)/(0 + 2 + 1e-6)) = 0.5*(1 - 0.9999995) = 2.5e-7
 #   r2 agent_1: 0.5*(1 + (1 - 1)/(1 + 1 + 1e-6)) = 0.5
 #   r3 agent_0: 0.5*(1 + 1/(1 + 1e-6)) = 0.9999995
 #   r3 agent_1: 0.5*(1 + 3/(3 + 1e-6)) = 0.99999983
 #   no/neutral interaction: 0.5*(1 + 0/1e-6) = 0.5
-EMO = [
-    {A0: 0.5, A1: 0.5, A2: 0.5},
-    {A0: 0.5 * (1 - 2 / (2 + EPS)), A1: 0.5, A2: 0.5},
-    {A0: 0.5 * (1 + 1 / (1 + EPS)), A1: 0.5 * (1 + 3 / (3 + EPS)), A2: 0.5},
-]
-
-EXPECTED = {"SOC": SOC, "INF": INF, "PRE": PRE, "COORD": COORD, "EMO": EMO}
-
-
-def run_main_episode(**overrides):
-    env, obs = make_env(**overrides)
-    rounds = []
-    for r, (acts, votes) in enumerate(MAIN_SCRIPT):
-        for ag in AGENTS:
-            assert obs[ag]["phase"] == "act"
-            assert feed_ids(obs, ag) == EXPECTED_FEEDS[r][ag], f"round {r + 1} feed of {ag}"
-        act_obs, rew, infos, obs = play_round(env, acts, votes)
-        for ag in AGENTS:
-            assert act_obs[ag]["phase"] == "vote"
-            assert vote_ids(act_obs, ag) == EXPECTED_VOTE_ITEMS[r][ag], f"round {r + 1} vote items of {ag}"
-        rounds.append({"rewards": rew, "infos": infos})
-    return rounds
+@pytest.fixture(scope="module")
+def EMO(A0, A1, A2, EPS):
+    return [
+        {A0: 0.5, A1: 0.5, A2: 0.5},
+        {A0: 0.5 * (1 - 2 / (2 + EPS)), A1: 0.5, A2: 0.5},
+        {A0: 0.5 * (1 + 1 / (1 + EPS)), A1: 0.5 * (1 + 3 / (3 + EPS)), A2: 0.5},
+    ]
 
 
 @pytest.fixture(scope="module")
-def main_episode():
+def EXPECTED(SOC, INF, PRE, COORD, EMO):
+    return {"SOC": SOC, "INF": INF, "PRE": PRE, "COORD": COORD, "EMO": EMO}
+
+
+@pytest.fixture(scope="module")
+def run_main_episode(make_env, play_round, AGENTS, MAIN_SCRIPT, EXPECTED_FEEDS, EXPECTED_VOTE_ITEMS):
+    def run_main_episode(**overrides):
+        env, obs = make_env(**overrides)
+        rounds = []
+        for r, (acts, votes) in enumerate(MAIN_SCRIPT):
+            for ag in AGENTS:
+                assert obs[ag]["phase"] == "act"
+                assert feed_ids(obs, ag) == EXPECTED_FEEDS[r][ag], f"round {r + 1} feed of {ag}"
+            act_obs, rew, infos, obs = play_round(env, acts, votes)
+            for ag in AGENTS:
+                assert act_obs[ag]["phase"] == "vote"
+                assert vote_ids(act_obs, ag) == EXPECTED_VOTE_ITEMS[r][ag], f"round {r + 1} vote items of {ag}"
+            rounds.append({"rewards": rew, "infos": infos})
+        return rounds
+    return run_main_episode
+
+
+@pytest.fixture(scope="module")
+def main_episode(run_main_episode):
     return run_main_episode()
 
 
 # --------------------------------------------------------------------------- main episode tests
 @pytest.mark.parametrize("rnd", [0, 1, 2])
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_main_episode_component(main_episode, component, rnd):
+def test_main_episode_component(main_episode, component, rnd, AGENTS, EXPECTED):
     """Each of SOC/INF/PRE/COORD/EMO equals its hand value in each of the three rounds."""
     infos = main_episode[rnd]["infos"]
     for ag in AGENTS:
@@ -276,7 +320,7 @@ def test_main_episode_component(main_episode, component, rnd):
         assert got == pytest.approx(exp, **TOL), f"round {rnd + 1} {ag} {component}: got {got}, expected {exp}"
 
 
-def test_round1_zero_denominators_give_zero_not_nan(main_episode):
+def test_round1_zero_denominators_give_zero_not_nan(main_episode, AGENTS):
     """Round 1: no DM/COM (|B^DIR| = 0), no DMs in round 0 (D empty), empty feeds (H of nothing):
     SOC, COORD and INF are exactly 0 and EMO is 0.5 (no interaction)."""
     infos = main_episode[0]["infos"]
@@ -290,7 +334,7 @@ def test_round1_zero_denominators_give_zero_not_nan(main_episode):
         assert c["EMO"] == pytest.approx(0.5, **TOL)
 
 
-def test_pre_counts_likes_and_dislikes_on_posts_only(main_episode):
+def test_pre_counts_likes_and_dislikes_on_posts_only(main_episode, A0, A1, A2):
     """r2: agent_2's POST 11 got +1/-1 (net 0) and its COM 10 got -1 -> PRE = 0.25 (0.125 if the COM
     counted).  r3: agent_2's COM 16 got two likes but agent_2 has no POST -> PRE = 0.
     r3: agent_1's POST 15 got one dislike and one 0 vote -> 0.25 - 0.125 = 0.125."""
@@ -300,19 +344,19 @@ def test_pre_counts_likes_and_dislikes_on_posts_only(main_episode):
     assert comps(main_episode[2]["infos"], A1)["PRE"] == pytest.approx(0.125, **TOL)
 
 
-def test_coord_dm_reciprocity_counts_distinct_agents(main_episode):
+def test_coord_dm_reciprocity_counts_distinct_agents(main_episode, A0):
     """r3: agent_0 answers its only r2 DM sender (agent_1) with two DMs -> R = 1 (distinct), so
     COORD = 0.5*2/2 + 0.5*1/1 = 1.0, not 0.5 + 0.5*2 = 1.5."""
     assert comps(main_episode[2]["infos"], A0)["COORD"] == pytest.approx(1.0, **TOL)
 
 
-def test_coord_self_mention_ignored(main_episode):
+def test_coord_self_mention_ignored(main_episode, A1):
     """r3: agent_1 mentions itself in POST 15 -> not counted; it DMs only agent_2, who is not in
     D_2(agent_1) = {agent_0} -> COORD = 0."""
     assert comps(main_episode[2]["infos"], A1)["COORD"] == pytest.approx(0.0, **TOL)
 
 
-def test_inf_new_topics_relative_to_earlier_feeds(main_episode):
+def test_inf_new_topics_relative_to_earlier_feeds(main_episode, A0, A2):
     """r3: agent_2's feed topics {a, b} were both in its r2 feed -> T = 0 and INF is the entropy
     term only, 0.5*H(4/6, 2/6)/ln 4 = 0.2295740; agent_0 has only 'd' new -> 0.125 + entropy term."""
     assert comps(main_episode[2]["infos"], A2)["INF"] == pytest.approx(0.5 * entropy([4, 2]) / LN4, **TOL)
@@ -320,13 +364,13 @@ def test_inf_new_topics_relative_to_earlier_feeds(main_episode):
     assert comps(main_episode[2]["infos"], A0)["INF"] == pytest.approx(0.4872039, abs=1e-6)
 
 
-def test_inf_uses_vocabulary_size_at_end_of_round(main_episode):
+def test_inf_uses_vocabulary_size_at_end_of_round(main_episode, A1):
     """r2: 'c' (a DM topic) and 'd' (a POST topic) are introduced in round 2 -> K = 4 when the reward
     is computed: agent_1's INF = 0.5*2/4 + 0.5*ln2/ln4 = 0.5 (with K = 2 it would be 1.0)."""
     assert comps(main_episode[1]["infos"], A1)["INF"] == pytest.approx(0.5, **TOL)
 
 
-def test_emo_b_emo_minus_one(main_episode):
+def test_emo_b_emo_minus_one(main_episode, A0, A1, A2):
     """b_emo = -1: all-negative receipts -> ~0, balanced -> 0.5, all-positive -> ~1, neutral-only -> 0.5."""
     r2, r3 = main_episode[1]["infos"], main_episode[2]["infos"]
     assert comps(r2, A0)["EMO"] == pytest.approx(2.5e-7, abs=1e-9)  # 0.5*(1 - 2/2.000001)
@@ -336,7 +380,7 @@ def test_emo_b_emo_minus_one(main_episode):
     assert comps(r3, A2)["EMO"] == pytest.approx(0.5, **TOL)  # one neutral DM: U+ = U- = 0
 
 
-def test_uniform_lambda_total(main_episode):
+def test_uniform_lambda_total(main_episode, A0, A1, A2, AGENTS, EXPECTED):
     """Default lambda = 0.2 each: reward = 0.2 * sum of the five hand-computed components.
     r1: agent_0 0.2*(0+0+0.875+0+0.5) = 0.275; agent_1/agent_2 0.2*(0.5+0.5) = 0.2
     r2: agent_0 0.2*(0.75+0.4528195+0+0.125+2.5e-7) = 0.2655640
@@ -370,7 +414,7 @@ def test_uniform_lambda_total(main_episode):
         (0.0, 0.5, 0.9999995),
     ],
 )
-def test_emo_other_b_emo(b_emo, r2_a0, r2_a1):
+def test_emo_other_b_emo(b_emo, r2_a0, r2_a1, run_main_episode, emo, A0, A1, A2, AGENTS, EMO_COUNTS, EXPECTED):
     rounds = run_main_episode(b_emo=b_emo)
     r1, r2, r3 = (rounds[i]["infos"] for i in range(3))
     for ag in AGENTS:
@@ -399,11 +443,15 @@ def test_emo_other_b_emo(b_emo, r2_a0, r2_a1):
 #   agent_0: (0.125, 0.25, 0.125, 0.5, 0.0)
 #   agent_1: (0.5, 0.0, 0.0, 0.25, 0.25)
 #   agent_2: (0.25, 0.25, 0.25, 0.0, 0.25)
-LAMBDAS = {
-    A0: (0.125, 0.25, 0.125, 0.5, 0.0),
-    A1: (0.5, 0.0, 0.0, 0.25, 0.25),
-    A2: (0.25, 0.25, 0.25, 0.0, 0.25),
-}
+@pytest.fixture(scope="module")
+def LAMBDAS(A0, A1, A2):
+    return {
+        A0: (0.125, 0.25, 0.125, 0.5, 0.0),
+        A1: (0.5, 0.0, 0.0, 0.25, 0.25),
+        A2: (0.25, 0.25, 0.25, 0.0, 0.25),
+    }
+
+
 # Hand totals:
 # r1: a0 = 0.125*0 + 0.25*0 + 0.125*0.875 + 0.5*0 + 0*0.5       = 0.109375
 #     a1 = 0.5*0 + 0 + 0 + 0.25*0 + 0.25*0.5                     = 0.125
@@ -414,42 +462,47 @@ LAMBDAS = {
 # r3: a0 = 0.125*0.6 + 0.25*0.4872039 + 0.125*0 + 0.5*1.0 + 0   = 0.075 + 0.1218010 + 0.5 = 0.6968010
 #     a1 = 0.5*0.55 + 0.25*0 + 0.25*0.99999983                  = 0.275 + 0.24999996 = 0.52499996
 #     a2 = 0.25*0.6 + 0.25*0.2295740 + 0.25*0 + 0 + 0.25*0.5     = 0.15 + 0.0573935 + 0.125 = 0.3323935
-TOTALS = [
-    {A0: 0.109375, A1: 0.125, A2: 0.25},
-    {A0: 0.2694549, A1: 0.375, A2: 0.3632049},
-    {A0: 0.6968010, A1: 0.52499996, A2: 0.3323935},
-]
+@pytest.fixture(scope="module")
+def TOTALS(A0, A1, A2):
+    return [
+        {A0: 0.109375, A1: 0.125, A2: 0.25},
+        {A0: 0.2694549, A1: 0.375, A2: 0.3632049},
+        {A0: 0.6968010, A1: 0.52499996, A2: 0.3323935},
+    ]
 
 
-def _check_totals(rounds):
-    for rnd in range(3):
-        for ag in AGENTS:
-            # rounded hand totals
-            assert rounds[rnd]["rewards"][ag] == pytest.approx(TOTALS[rnd][ag], abs=2e-7), (rnd, ag)
-            # exact: sum_r lambda_r * (hand component)
-            exact = sum(l * EXPECTED[k][rnd][ag] for l, k in zip(LAMBDAS[ag], COMPONENTS))
-            assert rounds[rnd]["rewards"][ag] == pytest.approx(exact, **TOL)
-            # components are unaffected by lambda
-            c = comps(rounds[rnd]["infos"], ag)
-            for k in COMPONENTS:
-                assert c[k] == pytest.approx(EXPECTED[k][rnd][ag], **TOL)
+@pytest.fixture(scope="module")
+def check_totals(AGENTS, EXPECTED, LAMBDAS, TOTALS):
+    def check_totals(rounds):
+        for rnd in range(3):
+            for ag in AGENTS:
+                # rounded hand totals
+                assert rounds[rnd]["rewards"][ag] == pytest.approx(TOTALS[rnd][ag], abs=2e-7), (rnd, ag)
+                # exact: sum_r lambda_r * (hand component)
+                exact = sum(l * EXPECTED[k][rnd][ag] for l, k in zip(LAMBDAS[ag], COMPONENTS))
+                assert rounds[rnd]["rewards"][ag] == pytest.approx(exact, **TOL)
+                # components are unaffected by lambda
+                c = comps(rounds[rnd]["infos"], ag)
+                for k in COMPONENTS:
+                    assert c[k] == pytest.approx(EXPECTED[k][rnd][ag], **TOL)
+    return check_totals
 
 
-def test_lambda_weighted_total_dict_of_sequences():
-    _check_totals(run_main_episode(lambdas={ag: list(v) for ag, v in LAMBDAS.items()}))
+def test_lambda_weighted_total_dict_of_sequences(run_main_episode, check_totals, LAMBDAS):
+    check_totals(run_main_episode(lambdas={ag: list(v) for ag, v in LAMBDAS.items()}))
 
 
-def test_lambda_weighted_total_dict_of_named_weights():
+def test_lambda_weighted_total_dict_of_named_weights(run_main_episode, check_totals, LAMBDAS):
     named = {ag: dict(zip(COMPONENTS, v)) for ag, v in LAMBDAS.items()}
-    _check_totals(run_main_episode(lambdas=named))
+    check_totals(run_main_episode(lambdas=named))
 
 
-def test_lambda_weighted_total_array():
+def test_lambda_weighted_total_array(run_main_episode, check_totals, A0, A1, A2, LAMBDAS):
     arr = np.array([LAMBDAS[A0], LAMBDAS[A1], LAMBDAS[A2]], dtype=float)  # shape (3, 5)
-    _check_totals(run_main_episode(lambdas=arr))
+    check_totals(run_main_episode(lambdas=arr))
 
 
-def test_lambda_single_sequence_for_all_agents():
+def test_lambda_single_sequence_for_all_agents(run_main_episode, AGENTS, PRE):
     """lambdas = (0, 0, 1, 0, 0) for everybody -> reward = PRE.
     r1: 0.875 / 0.5 / 0.5 ; r2: 0 / 0.5 / 0.25 ; r3: 0 / 0.125 / 0."""
     rounds = run_main_episode(lambdas=(0.0, 0.0, 1.0, 0.0, 0.0))
@@ -459,7 +512,7 @@ def test_lambda_single_sequence_for_all_agents():
 
 
 # --------------------------------------------------------------------------- focused small episodes
-def test_all_not_round_zero_denominators():
+def test_all_not_round_zero_denominators(make_env, play_round, post, NOT, AGENTS):
     """N = 2.  r1: everybody posts a and b (agent_0: 0 a, 1 b; agent_1: 2 a, 3 b; agent_2: 4 a, 5 b),
     no votes.  r2: everybody NOT, NOT.
     r1: SOC 0 (|B^DIR| = 0); INF 0 (empty feed); PRE 0.5*2/2 + 0.5*0/4 = 0.5; COORD 0; EMO 0.5
@@ -479,7 +532,7 @@ def test_all_not_round_zero_denominators():
 
 
 @pytest.mark.parametrize("topics", [[], ["a"], [" A "]])
-def test_inf_entropy_term_zero_when_vocabulary_has_one_topic(topics):
+def test_inf_entropy_term_zero_when_vocabulary_has_one_topic(topics, make_env, play_round, post, NOT, AGENTS):
     """N = 1, every post on topic 'a' (configured vocabulary empty / ['a'] / [' A '] normalised to 'a')
     -> K = 1.  r2 feed of each agent = the two others' posts, both 'a': T = 1, H = 0 and K <= 1 so the
     entropy term is 0 (not 0/0): INF = 0.5*1/1 + 0 = 0.5."""
@@ -492,7 +545,7 @@ def test_inf_entropy_term_zero_when_vocabulary_has_one_topic(topics):
         assert inf == pytest.approx(0.5, **TOL)
 
 
-def test_inf_new_topic_normalised_and_counted_in_k_and_later_feeds():
+def test_inf_new_topic_normalised_and_counted_in_k_and_later_feeds(make_env, play_round, post, NOT, A0, A1, A2, AGENTS):
     """N = 1, topics ['a', 'b'].
     r1: agent_0 POST a (id 0), agent_1 POST a (id 1), agent_2 POST b (id 2).
     r2: agent_0 POST '  E ' (normalised 'e', id 3); the others NOT.  K = |{a,b,e}| = 3.
@@ -521,7 +574,7 @@ def test_inf_new_topic_normalised_and_counted_in_k_and_later_feeds():
     assert comps(inf3, A2)["INF"] == pytest.approx(0.4563567, abs=1e-6)
 
 
-def test_coord_dm_reciprocity_previous_round_only():
+def test_coord_dm_reciprocity_previous_round_only(make_env, play_round, post, dm, NOT, A0, A1, A2, AGENTS):
     """N = 1, 4 rounds.
     r1: everybody POST a (ids 0, 1, 2).
     r2: agent_0 DM agent_2 (id 3), agent_1 DM agent_2 (id 4), agent_2 NOT.
@@ -549,7 +602,7 @@ def test_coord_dm_reciprocity_previous_round_only():
     assert comps(i4, A2)["COORD"] == pytest.approx(0.0, **TOL)
 
 
-def test_coord_mention_term_counts_items_mentioning_u():
+def test_coord_mention_term_counts_items_mentioning_u(make_env, play_round, post, A0, A1, A2):
     """N = 2, round 1 only (all POSTs, mentions allowed in POSTs):
     agent_0: POST a mentions [agent_1, agent_2] (id 0), POST b (id 1)
     agent_1: POST a mentions [agent_2] (id 2), POST a mentions [agent_1] (self, ignored) (id 3)
@@ -568,7 +621,7 @@ def test_coord_mention_term_counts_items_mentioning_u():
     assert comps(infos, A2)["COORD"] == pytest.approx(1 / 6, **TOL)
 
 
-def test_soc_and_emo_with_comment_on_a_comment():
+def test_soc_and_emo_with_comment_on_a_comment(make_env, play_round, post, com, NOT, A0, A1, A2, AGENTS):
     """A COM's recipient is the author of its target, also when the target is a COM.
     N = 1.  r1: everybody POST a (ids 0, 1, 2).
     r2: agent_0 COM on 1 (agent_1's post), supportive (id 3); agent_1 NOT; agent_2 NOT.
@@ -586,7 +639,7 @@ def test_soc_and_emo_with_comment_on_a_comment():
     assert comps(i3, A1)["EMO"] == pytest.approx(0.5, **TOL)
 
 
-def test_emo_tone_sentiment_ignores_text():
+def test_emo_tone_sentiment_ignores_text(make_env, play_round, post, dm, NOT, A0, A1, A2, AGENTS):
     """sentiment='tone': the text is ignored, the tone decides.  N = 1, b_emo = -1.
     r1: all POST a.  r2: agent_0 and agent_2 each DM agent_1 with an angry text but tone supportive
     (s = +1 each; a text scorer would make them negative).
@@ -601,7 +654,7 @@ def test_emo_tone_sentiment_ignores_text():
     assert comps(i2, A1)["EMO"] == pytest.approx(0.99999975, abs=1e-7)
 
 
-def test_emo_callable_sentiment_for_text_tone_without_text():
+def test_emo_callable_sentiment_for_text_tone_without_text(make_env, play_round, post, dm, NOT, A0, A1, A2, AGENTS, EPS):
     """sentiment = callable returning 0.25 for any text.  N = 1, b_emo = -1.
     r1: all POST a.  r2: agent_0 DM agent_1 with text 'hello' (s = 0.25, tone ignored since text is
     non-empty), agent_2 DM agent_1 without text, tone critical (s = -1).

@@ -167,7 +167,7 @@ def test_resume_reruns_only_the_missing_job(local_sweep, tmp_path):
 
 
 def test_killed_jobs_resume_from_their_checkpoints(local_sweep, tmp_path, monkeypatch):
-    # every worker SIGKILLs itself after round 2's outputs (runner fault injection): the pool
+    # every worker SIGKILLs itself after round 2's outputs (the tests' kill switch, conftest.py): the pool
     # breaks, every job is reported failed; resume continues each from its round-1 checkpoint
     monkeypatch.setenv("SOCIALGYM_KILL_AT", "2:outputs")
     out = tmp_path / "killed"

@@ -25,6 +25,9 @@ Set-up unless a test says otherwise: 3 agents, n_actions = 1, topics ["a", "b"],
 feed, sentiment "tone", and round 1 = every agent POSTs topic "a" (ids 0, 1, 2) with no votes
 and no mentions, so every tie is 0 after round 1 and every agent has seen topic "a" (own
 action) before round 2.
+
+A0, A1, A2, AGENTS, EPS, NOT, the builders post/com/dm and the helpers make_env/act/vote/play_round
+are fixtures of tests/conftest.py (the scripted episodes).
 """
 
 import math
@@ -34,9 +37,6 @@ import pytest
 
 socialgym = pytest.importorskip("socialgym")
 sp = pytest.importorskip("scipy.sparse")
-
-import scripted  # noqa: E402  (tests/ helper module; after the importorskip guard)
-from scripted import A0, A1, A2, AGENTS, EPS, NOT, act, com, dm, make_env, post, vote  # noqa: E402
 
 TOL = dict(rel=1e-6, abs=1e-7)
 
@@ -50,11 +50,16 @@ W_NEUTRAL = sig(-2 + 0.5 * 1) - 0.1  # 0.1824255 - 0.1 = 0.0824255
 
 
 # --------------------------------------------------------------------------- helpers
-# make_env (n_actions 1 by default, returns the env), post/com/dm/NOT and act/vote come from
-# scripted.py; a round here returns the tie matrix after the vote step.
-def play_round(env, acts, votes=None):
-    scripted.play_round(env, acts, votes)
-    return tie(env)
+# make_env (n_actions 1 by default, returns the env), post/com/dm/NOT and act/vote are conftest's
+# fixtures; a round here is conftest's play_round, returning the tie matrix after the vote step.
+@pytest.fixture(scope="module")
+def play_round(play_round):
+    scripted_round = play_round
+
+    def round_then_ties(env, acts, votes=None):
+        scripted_round(env, acts, votes)
+        return tie(env)
+    return round_then_ties
 
 
 def tie(env):
@@ -67,10 +72,13 @@ def tie(env):
     return arr
 
 
-def round1_all_post_a(env, n_actions=1):
-    W = play_round(env, {ag: [post("a") for _ in range(n_actions)] for ag in AGENTS})
-    assert np.all(W == 0.0)
-    return W
+@pytest.fixture(scope="module")
+def round1_all_post_a(play_round, post, AGENTS):
+    def round1_all_post_a(env, n_actions=1):
+        W = play_round(env, {ag: [post("a") for _ in range(n_actions)] for ag in AGENTS})
+        assert np.all(W == 0.0)
+        return W
+    return round1_all_post_a
 
 
 def assert_only(W, expected):
@@ -82,7 +90,7 @@ def assert_only(W, expected):
 
 
 # --------------------------------------------------------------------------- basics
-def test_tie_matrix_is_sparse_and_starts_at_zero():
+def test_tie_matrix_is_sparse_and_starts_at_zero(make_env):
     env = make_env()
     m = env.unwrapped.tie_matrix()
     assert sp.issparse(m)
@@ -90,13 +98,13 @@ def test_tie_matrix_is_sparse_and_starts_at_zero():
     assert np.all(m.toarray() == 0.0)
 
 
-def test_no_interaction_round_leaves_ties_zero():
+def test_no_interaction_round_leaves_ties_zero(make_env, round1_all_post_a):
     """Round 1 with posts only and no votes/mentions activates nothing -> W stays 0."""
     env = make_env()
     round1_all_post_a(env)
 
 
-def test_ties_change_only_after_vote_step():
+def test_ties_change_only_after_vote_step(make_env, round1_all_post_a, act, vote, dm, A0, A1):
     """r2: agent_0 DMs agent_1.  After the act step W is still 0; after the vote step W[0,1] > 0."""
     env = make_env()
     round1_all_post_a(env)
@@ -107,7 +115,7 @@ def test_ties_change_only_after_vote_step():
 
 
 # --------------------------------------------------------------------------- activation kinds
-def test_neutral_dm_value_and_row_is_source():
+def test_neutral_dm_value_and_row_is_source(make_env, round1_all_post_a, play_round, dm, A0, A1):
     """r2: agent_0 DM agent_1, topic a (seen by agent_1: its own r1 post), tone neutral (s = 0).
     S_nov 0, S_appr 0 (no votes), S_rec 1 (no likes either way), S_aff = mean s = 0
     e = sigmoid(-2 + 0.5) = 0.1824255 -> W[0,1] = 0 + min(0.25, 1*(0.1824255-0.1)) = 0.0824255.
@@ -119,7 +127,7 @@ def test_neutral_dm_value_and_row_is_source():
     assert W[0, 1] == pytest.approx(0.0824255, abs=1e-7)
 
 
-def test_mention_in_post_value():
+def test_mention_in_post_value(make_env, round1_all_post_a, play_round, post, A0, A1):
     """r2: agent_0 POST a mentioning agent_1 (ADDRESS).  S_nov 0 (a seen), S_appr 0, S_rec 1, S_aff 0
     e = sigmoid(-1.5) -> W[0,1] = 0.0824255; nobody else touched."""
     env = make_env()
@@ -128,7 +136,8 @@ def test_mention_in_post_value():
     assert_only(W, {(0, 1): W_NEUTRAL})
 
 
-def test_comment_on_item_value_and_comment_tone_not_in_s_aff():
+def test_comment_on_item_value_and_comment_tone_not_in_s_aff(make_env, round1_all_post_a, play_round, com,
+                                                             A0):
     """r2: agent_0 COM on id 1 (agent_1's r1 post, topic a), tone critical (ENGAGE).
     S_aff only uses DMs -> 0; S_nov 0; S_appr 0; S_rec 1 -> e = sigmoid(-1.5) -> W[0,1] = 0.0824255."""
     env = make_env()
@@ -137,7 +146,8 @@ def test_comment_on_item_value_and_comment_tone_not_in_s_aff():
     assert_only(W, {(0, 1): W_NEUTRAL})
 
 
-def test_comment_mention_activates_both_target_author_and_mentioned():
+def test_comment_mention_activates_both_target_author_and_mentioned(make_env, round1_all_post_a, play_round,
+                                                                    com, A0, A2):
     """r2: agent_0 COM on id 1 (author agent_1) mentioning agent_2.
     agent_0->agent_1 (ENGAGE) and agent_0->agent_2 (ADDRESS), both e = sigmoid(-1.5)
     -> W[0,1] = W[0,2] = 0.0824255."""
@@ -147,7 +157,8 @@ def test_comment_mention_activates_both_target_author_and_mentioned():
     assert_only(W, {(0, 1): W_NEUTRAL, (0, 2): W_NEUTRAL})
 
 
-def test_like_is_capped_then_scaled_by_one_minus_w():
+def test_like_is_capped_then_scaled_by_one_minus_w(make_env, round1_all_post_a, play_round, post, NOT, A0,
+                                                   A1, A2, EPS):
     """agent_1 POSTs topic a every round (r2 id 3, r3 id 4, r4 id 5, r5 id 6), agent_0 likes it, nobody
     else acts.  S_appr = 1/1 = 1; S_aff 0 (voted); S_nov 0 (a seen by agent_1).
     Lh(0->1): r2 0.5, r3 0.75, r4 0.875, r5 0.9375; Lh(1->0) = 0 -> S_rec = 1 - Lh/(Lh + 1e-6) ~ 1e-6
@@ -171,7 +182,8 @@ def test_like_is_capped_then_scaled_by_one_minus_w():
         assert_only(W, {(0, 1): w})
 
 
-def test_dislike_below_xi_no_increase_and_no_decay():
+def test_dislike_below_xi_no_increase_and_no_decay(make_env, round1_all_post_a, play_round, post, dm, NOT,
+                                                   A0, A1, A2):
     """r2: agent_0 DM agent_1 neutral -> W[0,1] = 0.0824255 (see the DM test).
     r3: agent_1 POST a (id 4; ids: r1 0-2, r2 DM 3), agent_0 votes -1 on it (active, ENGAGE).
     S_appr = (0-1)/max(1,1) = -1; S_rec = 1 (no likes); S_aff 0 (non-zero vote); S_nov 0
@@ -185,7 +197,7 @@ def test_dislike_below_xi_no_increase_and_no_decay():
     assert_only(W, {(0, 1): W_NEUTRAL})
 
 
-def test_dislike_from_zero_stays_zero():
+def test_dislike_from_zero_stays_zero(make_env, round1_all_post_a, play_round, post, NOT, A0, A1, A2):
     """r2: agent_1 POST a (id 3), agent_0 votes -1: e = sigmoid(-3.5) < xi -> W[0,1] = 0."""
     env = make_env()
     round1_all_post_a(env)
@@ -193,7 +205,7 @@ def test_dislike_from_zero_stays_zero():
     assert_only(W, {})
 
 
-def test_critical_dm_below_xi_no_increase():
+def test_critical_dm_below_xi_no_increase(make_env, round1_all_post_a, play_round, dm, A0, A1):
     """r2: agent_0 DM agent_1 critical: S_aff = -1 -> e = sigmoid(-2 + 0.5 - 2) = sigmoid(-3.5) < xi -> 0."""
     env = make_env()
     round1_all_post_a(env)
@@ -212,7 +224,8 @@ def test_critical_dm_below_xi_no_increase():
         (1.0, 0.5224593),  # not capped
     ],
 )
-def test_supportive_dm_increase_capped_by_delta_max(delta_max, expected):
+def test_supportive_dm_increase_capped_by_delta_max(delta_max, expected, make_env, round1_all_post_a,
+                                                    play_round, dm, A0, A1):
     kw = {} if delta_max is None else {"delta_max": delta_max}
     env = make_env(**kw)
     round1_all_post_a(env)
@@ -223,7 +236,8 @@ def test_supportive_dm_increase_capped_by_delta_max(delta_max, expected):
 
 # --------------------------------------------------------------------------- decay
 @pytest.mark.parametrize("half_life", [None, 2.0])
-def test_inactive_tie_decays_by_half_life(half_life):
+def test_inactive_tie_decays_by_half_life(half_life, make_env, round1_all_post_a, play_round, dm, NOT, A0,
+                                          A1, AGENTS):
     """r2: agent_0 DM agent_1 neutral -> w0 = 0.0824255.  r3..r7: everybody NOT -> inactive ->
     W[0,1] = w0 * (1 - delta)^k with 1 - delta = 2**(-1/half_life).
     half_life 5: k = 1..5 -> 0.0717556, 0.0624669, 0.0543806, 0.0473410, 0.0412128 (= w0/2 at k = 5)
@@ -261,7 +275,8 @@ def test_inactive_tie_decays_by_half_life(half_life):
         (0.8, 0.7499224),
     ],
 )
-def test_reciprocity_ema_with_b_rec(b_rec, w01_r3):
+def test_reciprocity_ema_with_b_rec(b_rec, w01_r3, make_env, round1_all_post_a, play_round, post, NOT, A0,
+                                    A1, A2, EPS):
     """delta_max = 1 (no cap) so the evidence is visible.
     r2: agent_0 POST a (id 3), agent_1 POST a (id 4); agent_0 likes 4, agent_1 likes 3.
         Lh(0->1) = Lh(1->0) = (1 - b_rec)*1 -> S_rec = 1; S_appr = 1; S_aff = 0; S_nov = 0
@@ -300,7 +315,8 @@ def test_reciprocity_ema_with_b_rec(b_rec, w01_r3):
         (-1, 0.0),
     ],
 )
-def test_s_aff_only_without_nonzero_vote(a0_vote, expected):
+def test_s_aff_only_without_nonzero_vote(a0_vote, expected, make_env, round1_all_post_a, play_round, post,
+                                         dm, NOT, A0, A1, A2):
     """delta_max = 1.  r2: agent_0 DM agent_1 topic a supportive (id 3, s = +1); agent_1 POST a (id 4);
     agent_0 votes a0_vote on 4."""
     env = make_env(delta_max=1.0)
@@ -320,7 +336,8 @@ def test_s_aff_only_without_nonzero_vote(a0_vote, expected):
         (("supportive", "critical"), 0.0824255),
     ],
 )
-def test_s_aff_is_mean_sentiment_of_dms(tones, expected):
+def test_s_aff_is_mean_sentiment_of_dms(tones, expected, make_env, round1_all_post_a, play_round, dm, NOT,
+                                        A0, A1, A2):
     """n_actions = 2, delta_max = 1.  r1: everybody POSTs a twice (ids 0-5).
     r2: agent_0 sends two DMs (topic a) to agent_1 with the given tones; no votes."""
     env = make_env(n_actions=2, delta_max=1.0)
@@ -333,7 +350,7 @@ def test_s_aff_is_mean_sentiment_of_dms(tones, expected):
 
 
 # --------------------------------------------------------------------------- S_nov
-def test_s_nov_new_topic_mention():
+def test_s_nov_new_topic_mention(make_env, round1_all_post_a, play_round, post, NOT, A0, A1, A2):
     """delta_max = 1.  r2: agent_0 POST topic b mentioning agent_1 (id 3); agent_2 POST topic a
     mentioning agent_1 (id 4).  agent_1 has seen only topic a before r2 (its own r1 post; its r1 feed
     was empty and every r1 item was topic a).
@@ -346,7 +363,8 @@ def test_s_nov_new_topic_mention():
     assert W[0, 1] == pytest.approx(0.2775407, abs=1e-7)
 
 
-def test_s_nov_new_topic_capped_with_default_delta_max():
+def test_s_nov_new_topic_capped_with_default_delta_max(make_env, round1_all_post_a, play_round, post, NOT,
+                                                       A0, A1, A2):
     """Same as above with default delta_max: 0.2775407 is capped to 0.25, W[2,1] = 0.0824255."""
     env = make_env()
     round1_all_post_a(env)
@@ -354,7 +372,7 @@ def test_s_nov_new_topic_capped_with_default_delta_max():
     assert_only(W, {(0, 1): 0.25, (2, 1): W_NEUTRAL})
 
 
-def test_s_nov_topic_seen_in_earlier_feed_is_not_new():
+def test_s_nov_topic_seen_in_earlier_feed_is_not_new(make_env, play_round, post, NOT, A0, A1, A2, AGENTS):
     """delta_max = 1.
     r1: agent_0 POST a (id 0), agent_1 POST a (id 1), agent_2 POST b (id 2); no votes.
     r2: everybody NOT; agent_1's r2 feed is [2 (b), 0 (a)] so agent_1 has seen b before r3.
@@ -371,7 +389,8 @@ def test_s_nov_topic_seen_in_earlier_feed_is_not_new():
 
 
 # --------------------------------------------------------------------------- positive round, diagonal
-def test_plainly_positive_rounds_strengthen_tie_both_ways():
+def test_plainly_positive_rounds_strengthen_tie_both_ways(make_env, round1_all_post_a, play_round, post, dm,
+                                                          NOT, A0, A1, A2):
     """n_actions = 2, defaults.  r1: everybody POSTs a twice (ids 0-5).
     r2: agent_0 POST a (6) + DM agent_1 supportive (7); agent_1 POST a (8) + DM agent_0 supportive (9);
         agent_0 likes 8, agent_1 likes 6.
@@ -406,7 +425,7 @@ def test_plainly_positive_rounds_strengthen_tie_both_ways():
     assert W3[1, 0] > W2[1, 0] > 0.0
 
 
-def test_self_mention_keeps_diagonal_zero():
+def test_self_mention_keeps_diagonal_zero(make_env, round1_all_post_a, play_round, post, A0, A1):
     """r2: agent_0 POST a mentioning agent_0 (ignored) and agent_1 -> W[0,0] = 0, W[0,1] = 0.0824255."""
     env = make_env()
     round1_all_post_a(env)

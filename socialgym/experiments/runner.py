@@ -27,12 +27,11 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
 import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -201,21 +200,20 @@ class _Run:
             bar = _Progress(self.show_progress, env.config.max_rounds, len(env.possible_agents))
             usage = client.usage if client is not None else None
             self._write_summary(env, table, "running", done_rounds, seconds, usage)
-            fault = _fault_plan()
             started = time.perf_counter() - seconds
             while env.agents:
                 r = env.round
                 obs, _, _, _, _ = env.step(policy.act(obs))               # act phase
-                _fault(fault, r, "act")
+                _fault(r, "act")
                 obs, _, _, _, _ = env.step(policy.act(obs))               # vote phase
                 rows, network, posts = recorder.record_round(env, usage)
                 sizes = recorder.sync()
-                _fault(fault, r, "outputs")
+                _fault(r, "outputs")
                 if wandb is not None:
                     wandb.log_round(r, rows, network, env.tie_matrix(), posts)
                 seconds = time.perf_counter() - started
                 if cfg.run.checkpoint:
-                    self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, seconds, fault)
+                    self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, seconds)
                 self._write_summary(env, table, "running", r, seconds, usage)
                 bar.update(r, network, usage)
             bar.close()
@@ -376,7 +374,7 @@ class _Run:
             raise RunError(f"llm policy: bad params {params}: {exc}") from None
 
     # ------------------------------------------------------------------ persistence
-    def _checkpoint(self, env, policy, obs, table, client, sizes, digests, r, seconds, fault) -> None:
+    def _checkpoint(self, env, policy, obs, table, client, sizes, digests, r, seconds) -> None:
         if self._files is None:                # outputs written once, before round 1
             self._files = {name: hashlib.sha256((self.out / name).read_bytes()).hexdigest()
                            for name in ("personas.json",) if (self.out / name).exists()}
@@ -385,7 +383,7 @@ class _Run:
                  "round": r, "env": env, "policy": policy, "obs": obs,
                  "table": table, "llm": client.state_dict() if client is not None else None,
                  "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds}
-        write_checkpoint(self.out / CHECKPOINT, state, before_rename=lambda: _fault(fault, r, "checkpoint"))
+        write_checkpoint(self.out / CHECKPOINT, state, before_rename=lambda: _fault(r, "checkpoint"))
 
     def _complete(self, checkpoint: dict) -> dict:
         """A finished run resumed: the checkpoint was verified against the files; the summary is
@@ -553,21 +551,17 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _fault_plan() -> tuple[int, str] | None:
-    """Fault injection for the crash tests: SOCIALGYM_KILL_AT="<round>:<act|outputs|checkpoint>"
-    makes the process SIGKILL itself at that point (after the act step; after the round's files
-    are written but before the checkpoint; after the new checkpoint is written but before it
-    replaces the old one)."""
-    spec = os.environ.get("SOCIALGYM_KILL_AT")
-    if not spec:
-        return None
-    r, point = spec.split(":")
-    return int(r), point
+# A seam for the crash tests, None (nothing happens) outside them. When set, the runner calls
+# ``_fault_hook(round, point)`` at the three points where a crash is hardest to recover from:
+# "act" (after the round's act step), "outputs" (the round's files written, its checkpoint not
+# yet) and "checkpoint" (the new checkpoint written, not yet renamed over the old one). The
+# tests install a hook that SIGKILLs the process there (tests/faults/sitecustomize.py).
+_fault_hook: Callable[[int, str], None] | None = None
 
 
-def _fault(plan, r: int, point: str) -> None:
-    if plan is not None and plan == (r, point):
-        os.kill(os.getpid(), signal.SIGKILL)
+def _fault(r: int, point: str) -> None:
+    if _fault_hook is not None:
+        _fault_hook(r, point)
 
 
 def _read_json(path: Path):

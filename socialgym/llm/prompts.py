@@ -1,6 +1,14 @@
-"""Every prompt the LLM layer sends, in one place: the core paper's App. A prompts (Coach, Plan,
-Vote, Tie-Update) restated in the project's own words, plus the text-writing step, the reflect
-(stance) step, the Mini-IPIP survey and the repair message.
+"""The prompts of the feed game's LLM agents, in one place: the core paper's App. A prompts
+(Coach, Plan, Vote, Tie-Update) restated in the project's own words, plus the text-writing step,
+the reflect (stance) step, the Mini-IPIP survey and the repair message (also the default
+re-prompt of every JSON request ``LLMClient`` sends).
+
+Prompts sent elsewhere live with their users: the discussion environment's texts (actor
+prompts, user roles, moderator strategies, annotator instructions) in
+``socialgym/discussion/prompts.py``; the reply-format lines added to them and the moderator
+coach's prompt in ``socialgym/agents/discussion.py`` and ``socialgym/annotation/annotators.py``;
+and, for servers that take no JSON schema, the schema appended to a request by
+``socialgym/llm/client.py``.
 
 Templates use ``str.format`` fields. Override any of them::
 
