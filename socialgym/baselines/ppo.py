@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
+from socialgym.envs.feed.encoding import DM_FEATURES, FEED_ITEM_FEATURES, SELF_FEATURES
 
 try:
     import torch
@@ -168,6 +169,13 @@ def feature_size(feed: int, dms: int, votes: int) -> int:
     return 14 + 8 * feed + 4 * dms + 8 * votes
 
 
+_SELF = {name: i for i, name in enumerate(SELF_FEATURES)}
+_ITEM = {name: i for i, name in enumerate(FEED_ITEM_FEATURES)}
+_DM = {name: i for i, name in enumerate(DM_FEATURES)}
+_LAMBDAS_AND_LAST = [_SELF[f"lambda_{c}"] for c in REWARD_NAMES] + [_SELF[f"last_{c}"] for c in REWARD_NAMES] \
+    + [_SELF["last_total"]]
+
+
 def encode(obs: dict) -> np.ndarray:
     """Stacked numeric observations -> (n, features) float32.
 
@@ -175,21 +183,26 @@ def encode(obs: dict) -> np.ndarray:
     times are fractions of the episode (so the features mean the same at any horizon). Kept:
     progress, round-1 flag, phase, the 5 lambdas, the 6 last rewards; per feed and vote item
     present, is_comment, likes, dislikes, age, tie_out, tie_in, mentions_me; per DM present,
-    sentiment, tie_out, tie_in.
+    sentiment, tie_out, tie_in. Features are picked by their names in
+    ``socialgym.envs.feed.encoding``.
     """
     s = np.asarray(obs["self"], np.float32)
     n = len(s)
-    scale = 1.0 / np.maximum(s[:, 1:2], 1.0)                        # 1 / max_rounds
-    head = np.concatenate([s[:, :1] * scale, (s[:, :1] == 1).astype(np.float32), s[:, 2:3], s[:, 3:14]], axis=1)
+    rnd = s[:, _SELF["round"]: _SELF["round"] + 1]
+    scale = 1.0 / np.maximum(s[:, _SELF["max_rounds"]: _SELF["max_rounds"] + 1], 1.0)
+    head = np.concatenate([rnd * scale, (rnd == 1).astype(np.float32), s[:, [_SELF["phase"]]],
+                           s[:, _LAMBDAS_AND_LAST]], axis=1)
 
     def items(x):
         x = np.asarray(x, np.float32)
-        feats = [x[..., 0], x[..., 3], np.log1p(np.maximum(x[..., 4], 0)), np.log1p(np.maximum(x[..., 5], 0)),
-                 x[..., 6] * scale, x[..., 7], x[..., 8], x[..., 9]]
+        feats = [x[..., _ITEM["present"]], x[..., _ITEM["is_comment"]],
+                 np.log1p(np.maximum(x[..., _ITEM["likes"]], 0)), np.log1p(np.maximum(x[..., _ITEM["dislikes"]], 0)),
+                 x[..., _ITEM["age"]] * scale, x[..., _ITEM["tie_out"]], x[..., _ITEM["tie_in"]],
+                 x[..., _ITEM["mentions_me"]]]
         return np.stack(feats, axis=-1).reshape(n, -1)
 
     d = np.asarray(obs["dms"], np.float32)
-    dms = np.stack([d[..., 0], d[..., 3], d[..., 4], d[..., 5]], axis=-1).reshape(n, -1)
+    dms = np.stack([d[..., _DM[k]] for k in ("present", "sentiment", "tie_out", "tie_in")], axis=-1).reshape(n, -1)
     return np.concatenate([head, items(obs["feed"]), dms, items(obs["vote_items"])], axis=1)
 
 
@@ -289,7 +302,7 @@ class Heads:
             feed = np.asarray(feed, np.float32)
             me = (np.arange(n) if me is None else np.asarray(me))[:, None]
             peers = np.zeros((n, F + 1), bool)
-            peers[:, :F] = (feed[:, :F, 0] > 0) & (feed[:, :F, 1] != me)
+            peers[:, :F] = (feed[:, :F, _ITEM["present"]] > 0) & (feed[:, :F, _ITEM["author"]] != me)
             peers[:, F] = True
             only_random = np.zeros(F + 1, bool)
             only_random[F] = True
@@ -310,7 +323,7 @@ class Heads:
         if not self.peer_components:
             return out
         rows = np.arange(len(out))
-        authors = np.asarray(feed, np.float32)[:, :, 1].astype(np.int64)
+        authors = np.asarray(feed, np.float32)[:, :, _ITEM["author"]].astype(np.int64)
         for j, k in enumerate(self.peer_components):
             p = out[:, k]
             chosen = authors[rows, np.minimum(p, self.feed_size - 1)]
