@@ -341,6 +341,28 @@ class FeedEnv(ParallelEnv):
             invalid.setdefault(agent, []).append(err.record(phase))
         return handle
 
+    def _route_payloads(self, actions: dict, key: str, missing: str, handle, structured) -> tuple[np.ndarray, list]:
+        """Route every agent's payload of one step, in agent order: a missing or undecodable one
+        to ``handle``, a structured one to ``structured(agent, payload)``; the numeric ones are
+        returned (agent indices, vectors) for one vectorised parse."""
+        numeric_agents, numeric_vectors = [], []
+        for i, agent in enumerate(self.agents_all):
+            payload = actions.get(agent, _MISSING)
+            if payload is _MISSING:
+                handle(i, InvalidAction(None, key, missing))
+                continue
+            try:
+                vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, key)
+            except InvalidAction as err:
+                handle(i, err)
+                continue
+            if vector is not None:
+                numeric_agents.append(i)
+                numeric_vectors.append(vector)
+            else:
+                structured(i, payload)
+        return np.asarray(numeric_agents, np.int64), numeric_vectors
+
     def _round_state(self) -> RoundState:
         """What the action and vote parsers read, as the platform stands before a step."""
         return RoundState(round=self.round, layout=self.layout, max_text_chars=self.config.max_text_chars,
@@ -353,23 +375,10 @@ class FeedEnv(ParallelEnv):
         handle = self._invalid_handler(invalid, "act")
         parser = ActParser(self._round_state())
         cols = SlotColumns()
-        numeric_agents, numeric_vectors = [], []
-        for i, agent in enumerate(self.agents_all):
-            payload = actions.get(agent, _MISSING)
-            if payload is _MISSING:
-                handle(i, InvalidAction(None, "actions", "no action given for this agent"))
-                continue
-            try:
-                vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, "actions")
-            except InvalidAction as err:
-                handle(i, err)
-                continue
-            if vector is not None:
-                numeric_agents.append(i)
-                numeric_vectors.append(vector)
-            else:
-                parser.parse_structured(i, payload, cols, lambda err, i=i: handle(i, err))
-        parser.parse_numeric(np.asarray(numeric_agents, np.int64), numeric_vectors, cols, handle)
+        numeric_agents, numeric_vectors = self._route_payloads(
+            actions, "actions", "no action given for this agent", handle,
+            lambda i, payload: parser.parse_structured(i, payload, cols, lambda err: handle(i, err)))
+        parser.parse_numeric(numeric_agents, numeric_vectors, cols, handle)
         self._commit_act(cols, invalid)
         obs = self._observe()
         rewards = {a: 0.0 for a in self.agents}
@@ -472,26 +481,15 @@ class FeedEnv(ParallelEnv):
     def _collect_votes(self, actions: dict, handle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         state = self._round_state()
         voter_parts, item_parts, value_parts = [], [], []
-        numeric_agents, numeric_vectors = [], []
-        for i, agent in enumerate(self.agents_all):
-            payload = actions.get(agent, _MISSING)
-            if payload is _MISSING:
-                handle(i, InvalidAction(None, "votes", "no votes given for this agent (send {'votes': {}})"))
-                continue
-            try:
-                vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, "votes")
-            except InvalidAction as err:
-                handle(i, err)
-                continue
-            if vector is not None:
-                numeric_agents.append(i)
-                numeric_vectors.append(vector)
-                continue
-            votes = parse_votes(state, i, payload, lambda err, i=i: handle(i, err))
+
+        def structured(i: int, payload) -> None:
+            votes = parse_votes(state, i, payload, lambda err: handle(i, err))
             if votes:
                 voter_parts.append(np.full(len(votes), i, np.int32))
                 item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
                 value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
+        numeric_agents, numeric_vectors = self._route_payloads(
+            actions, "votes", "no votes given for this agent (send {'votes': {}})", handle, structured)
         agents, matrix = stack_numeric(numeric_agents, numeric_vectors, self.layout, "votes", handle)
         parts = parse_numeric_votes(state, agents, matrix, handle)
         for part, out in zip(parts, (voter_parts, item_parts, value_parts)):
