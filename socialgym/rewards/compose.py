@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -13,14 +13,19 @@ from socialgym.rewards.components import (
 )
 
 
+_CONFIG_DEFAULTS = {f.name: f.default for f in fields(FeedConfig)}
+
+
 @dataclass(frozen=True)
 class RewardParams:
-    b_soc: float = 0.5
-    b_inf: float = 0.5
-    b_pre: float = 0.5
-    b_coord: float = 0.5
-    b_emo: float = -1.0
-    eps: float = 1e-6
+    """The reward constants of SPEC §3; the defaults are FeedConfig's (one home for them)."""
+
+    b_soc: float = _CONFIG_DEFAULTS["b_soc"]
+    b_inf: float = _CONFIG_DEFAULTS["b_inf"]
+    b_pre: float = _CONFIG_DEFAULTS["b_pre"]
+    b_coord: float = _CONFIG_DEFAULTS["b_coord"]
+    b_emo: float = _CONFIG_DEFAULTS["b_emo"]
+    eps: float = _CONFIG_DEFAULTS["eps"]
 
     @classmethod
     def from_config(cls, config: FeedConfig) -> "RewardParams":

@@ -8,6 +8,7 @@ next round's feeds (SPEC §5).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 from collections import deque
@@ -212,21 +213,10 @@ class FeedEnv(ParallelEnv):
         unknown = [a for a in actions if a not in self._agent_index]
         if unknown:
             raise ValueError(f"actions given for unknown agent(s) {unknown[:5]}")
-        # The step allocates O(n) small containers (observations, infos) and no reference
-        # cycles; pausing the cyclic GC avoids its repeated full scans at 100k agents.
-        snapshot = self._snapshot()
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with self._atomic_step():
             if self.phase == "act":
                 return self._act_step(actions)
             return self._vote_step(actions)
-        except BaseException:
-            self._restore(snapshot)
-            raise
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def step_arrays(self, actions: np.ndarray):
         """Vectorised step of all agents at once — the scale path for neural policies.
@@ -251,10 +241,7 @@ class FeedEnv(ParallelEnv):
             raise ValueError(f"step_arrays takes an integer matrix of shape {shape}, "
                              f"got {matrix.dtype} {matrix.shape}")
         everyone = np.arange(self.config.n_agents)
-        snapshot = self._snapshot()
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with self._atomic_step():
             if self.phase == "act":
                 invalid: dict[int, list] = {}
                 cols = SlotColumns()
@@ -278,6 +265,19 @@ class FeedEnv(ParallelEnv):
             if done:
                 self.agents = []
             return obs, rewards, False, done, info
+
+    # ---------------------------------------------------------------- step atomicity
+    @contextlib.contextmanager
+    def _atomic_step(self):
+        """A step either completes or leaves the env exactly as it was (restored from a
+        snapshot on any exception). The step allocates O(n) small containers and no reference
+        cycles, so the cyclic GC is paused meanwhile: its repeated full scans cost much at 100k
+        agents."""
+        snapshot = self._snapshot()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
         except BaseException:
             self._restore(snapshot)
             raise
@@ -285,7 +285,6 @@ class FeedEnv(ParallelEnv):
             if gc_was_enabled:
                 gc.enable()
 
-    # ---------------------------------------------------------------- step atomicity
     def _snapshot(self) -> tuple:
         """What :meth:`_restore` needs to undo a step, taken before it: references to the
         attributes a step rebinds (arrays are never written in place once published), the
