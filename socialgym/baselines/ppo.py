@@ -61,7 +61,7 @@ except ImportError as err:      # the core package does not need torch
 MODEL_FORMAT = "socialgym-ppo-2"
 VALIDATION_SEED = 20_000
 """Seeds of the in-training evaluation (``eval_return``); the tables' held-out seeds start at
-10,000 (``socialgym.baselines.evaluate``) and training seeds are drawn at or above 2**20."""
+10,000 (``socialgym.experiments.evaluate``) and training seeds are drawn at or above 2**20."""
 INTERFACE = ("n_actions", "feed_size", "dm_inbox_size", "max_topics", "vote_feed_size")
 """The per-agent action layout a network fits; the population size is not part of it."""
 
@@ -473,7 +473,9 @@ class TorchPolicy:
             raise ValueError("TorchPolicy needs obs_format='numeric' or 'both' and action_masks=True")
 
     def reset(self) -> None:
-        self.actor.seed_streams(self.seed)
+        """Nothing to clear: the network keeps no memory. The random streams run on (they are
+        seeded once, at construction), so successive episodes are independent draws, as for
+        the scripted policies."""
 
     # checkpoints of a run pickle the policy; torch generators do not pickle, their state does
     def __getstate__(self) -> dict:
