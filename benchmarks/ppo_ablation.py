@@ -6,7 +6,7 @@
 Every variant trains with the default ``Args`` of socialgym/baselines/ppo.py except the one
 change it names, for the same number of iterations (``--iterations``, fewer than the default
 500 so the table stays affordable), then plays ``--episodes`` held-out episodes (seeds 10000…)
-through ``socialgym.baselines.evaluate.evaluate``. "Before issue 18" combines every change at
+through ``socialgym.experiments.evaluate.evaluate``. "Before issue 18" combines every change at
 once: selfish rewards, no normalisation, a constant step size of 3e-4, four environments per
 iteration, the old discounts and entropy weight (its recipient head still addresses peers by
 observation, which the old network did by index). Writes ``benchmarks/results_ppo_ablation.json``
@@ -44,7 +44,7 @@ VARIANTS: dict[str, dict] = {
 
 def run(name: str, change: dict, iterations: int, episodes: int, seed: int, out: Path) -> dict:
     from socialgym.baselines import ppo
-    from socialgym.baselines.evaluate import evaluate
+    from socialgym.experiments.evaluate import evaluate
 
     args = dataclasses.replace(ppo.Args(task="mixed", iterations=iterations, eval_every=0,
                                         out=str(out / name.split(" (")[0].replace(" ", "-"))), **change)
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args(argv)
     from socialgym.baselines import GreedyPolicy, RandomPolicy
-    from socialgym.baselines.evaluate import evaluate
+    from socialgym.experiments.evaluate import evaluate
 
     start = time.perf_counter()
     chosen = list(VARIANTS.items())

@@ -1149,7 +1149,7 @@ for _kind in ("raise", "nan", "five", "string"):
 # ---- discussion env
 def discussion(mode: str = "strict", **extra):
     from socialgym.envs import discussion_v0
-    env = discussion_v0.raw_env(n_users=3, max_turns=4, invalid=mode, seed=0, **extra)
+    env = discussion_v0.raw_env(n_users=3, max_turns=4, invalid_actions=mode, seed=0, **extra)
     env.reset(seed=0)
     return env
 
@@ -1252,7 +1252,7 @@ case("env", "discussion: reset(seed=-1)", lambda ctx: _raises_clear(lambda: disc
                                                                    MISUSE, ["seed"]))
 case("env", "discussion: reset(seed='x')", lambda ctx: _raises_clear(lambda: discussion().reset(seed="x"),
                                                                     MISUSE, ["seed"]))
-for _kw, _key in [({"n_users": 1}, "n_users"), ({"max_turns": 0}, "max_turns"), ({"invalid": "maybe"}, "invalid"),
+for _kw, _key in [({"n_users": 1}, "n_users"), ({"max_turns": 0}, "max_turns"), ({"invalid_actions": "maybe"}, "invalid_actions"),
                   ({"comment_chars": -1}, "comment_chars"), ({"turn_taking": "nope"}, "turn_taking"),
                   ({"roles": {"user_9": "troll"}}, "roles"), ({"topic": ""}, "topic"), ({"bogus": 1}, "bogus")]:
     def _disc_ctor(ctx, kw=_kw, key=_key):
@@ -2336,7 +2336,7 @@ def torch_group_case(kind: str):
 
 def evaluate_case(kind: str):
     def run(ctx: Ctx) -> tuple[str, str]:
-        from socialgym.baselines import evaluate
+        from socialgym.experiments import evaluate
         folder = ctx.workdir("eval")
         mark = ctx.marker("eval")
         model = folder / "model.pt"

@@ -4,7 +4,7 @@
 
 Every number in docs/reproduction.md comes from these directories: the core paper's study
 (``socialgym study ties-coach``: claims.json, study.json), recagent's information cocoon
-(``python -m socialgym.baselines.cocoon``: results.json) and the facilitators paper's strategy
+(``python -m socialgym.experiments.cocoon``: results.json) and the facilitators paper's strategy
 comparison (``socialgym moderation``: summary.json, ols_toxicity.csv). A directory that is
 missing is reported as "not run", never filled in. The verdict rules are fixed here and in
 ``socialgym/experiments/claims.py`` before the data.
@@ -72,7 +72,7 @@ def _study_result(k: int, numbers: dict, info: dict | None) -> str:
 
 def cocoon_rows(cocoon: Path | None) -> tuple[list[list[str]], str]:
     results = _load(cocoon / "results.json") if cocoon else None
-    command = "`python -m socialgym.baselines.cocoon --out DIR`"
+    command = "`python -m socialgym.experiments.cocoon --out DIR`"
     claim_a = "Under MF recommendation the feed's topic entropy falls about 8.5 % from its peak (Fig. 4)."
     claim_b = "Replacing recommended items with random ones raises the entropy, more items more so (Fig. 4d)."
     if results is None:

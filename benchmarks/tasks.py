@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/tasks.py --sizes small --episodes 5 --no-docs
 
 Per task and policy (random, greedy, PPO): one fresh policy plays ``--episodes`` episodes on the
-held-out seeds ``--seed .. --seed+episodes-1`` through ``socialgym.baselines.evaluate.evaluate``
+held-out seeds ``--seed .. --seed+episodes-1`` through ``socialgym.experiments.evaluate.evaluate``
 (training uses seeds at or above 2**20, its in-training evaluation 20000...). An agent's
 episode return is its λ-weighted total summed over rounds, with the episode's λ (one-hot for a
 single-reward task, the reset's draw for ``mixed``); the mean over agents is one sample per
@@ -62,7 +62,7 @@ def measure(task_id: str, policy: str, episodes: int, seed: int, model: Path | N
             overrides: dict | None = None) -> dict:
     """Mean episode return per agent (and per component) of ``policy`` on ``task_id`` (with
     FeedConfig ``overrides``, e.g. another population size)."""
-    from socialgym.baselines.evaluate import evaluate
+    from socialgym.experiments.evaluate import evaluate
     from socialgym.config import REWARD_NAMES
 
     start = time.perf_counter()
@@ -269,10 +269,10 @@ def mixed_markdown(data: dict) -> str:
 
 
 def curve(directory: Path, out_png: Path, lines_at: dict[str, float], title: str) -> None:
-    from socialgym.experiments.report import _figure, _save
+    from socialgym.experiments.plotting import figure, save
 
     rows = read_log(directory)
-    fig = _figure(7, 4)
+    fig = figure(7, 4)
     ax = fig.add_subplot()
     ax.plot([int(r["iteration"]) for r in rows], [float(r["return_mean"]) for r in rows], linewidth=0.8,
             alpha=0.6, label="PPO, training episodes (team-spirit policy, sampled)")
@@ -285,7 +285,7 @@ def curve(directory: Path, out_png: Path, lines_at: dict[str, float], title: str
     ax.set_ylabel("mean episode return per agent (λ-weighted)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    _save(fig, out_png)
+    save(fig, out_png)
 
 
 def _cores() -> int:

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     moderation.add_arguments(p_mod)
     args = parser.parse_args(argv)
     if args.command == "moderation":
-        return _moderation(args)
+        return moderation.run_command(args)
 
     from socialgym.experiments import ConfigError, RunError
     from socialgym.llm.client import LLMAuthError
@@ -228,29 +228,6 @@ def _study(args) -> int:
         print(f"{verdict:>13}  {claim}")
     print(f"study of {result['runs']} runs: {result['html']}")
     return _print_problems(result)
-
-
-def _moderation(args) -> int:
-    from socialgym.experiments import moderation
-
-    try:
-        cfg = moderation.from_arguments(args)
-    except ValueError as err:
-        print(f"socialgym moderation: error: {err}", file=sys.stderr)
-        return 2
-    try:
-        summary = moderation.run_experiment(cfg, args.out, progress=not args.quiet)
-    except ValueError as err:
-        print(f"socialgym moderation: error: {err}", file=sys.stderr)
-        return 2
-    print(f"{summary['discussions']} discussions, {summary['comments']} comments in {summary['seconds']} s; "
-          f"see {Path(args.out) / 'summary.md'}")
-    from socialgym.viewer import ViewerError, build_viewer
-    try:
-        print(f"viewer: {build_viewer(args.out).resolve()}")
-    except ViewerError as err:
-        print(f"socialgym moderation: warning: no viewer: {err}", file=sys.stderr)
-    return 0
 
 
 def _fresh(base: Path) -> Path:

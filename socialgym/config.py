@@ -14,6 +14,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from socialgym.platform.population import main_interests, seed_graph_pairs
+from socialgym.platform.topics import MAX_TOPIC_CHARS, normalise_topic, topic_problem
+from socialgym.platform.validation import check_seed
+
 REWARD_NAMES: tuple[str, ...] = ("SOC", "INF", "PRE", "COORD", "EMO")
 DEFAULT_TOPICS: tuple[str, ...] = (
     "politics", "sports", "technology", "science", "music", "health", "climate", "economy",
@@ -23,6 +27,10 @@ DEFAULT_EVIDENCE_WEIGHTS: Mapping[str, float] = {
 }
 OBS_FORMATS = ("structured", "numeric", "both")
 INVALID_MODES = ("strict", "lenient")
+# The registered recommender and re-ranker names (socialgym.recommenders.registry builds them;
+# listed here so that the config checks names without importing the recommenders layer)
+RECOMMENDER_NAMES = ("chronological", "random", "popularity", "topic_affinity", "social", "mf", "hybrid")
+RERANK_KINDS = ("random_replacement", "tail_quota_transfer", "stance_penalty")
 
 # Upper limits of the sizes (docs/experiments.md, "Limits"). They are generous for research —
 # the environment is vectorised and was run with 100,000 agents — and exist to stop a typo such
@@ -38,15 +46,10 @@ MAX_FEED_SIZE = 1_000
 """``feed_size``, ``vote_feed_size`` and ``dm_inbox_size``: list lengths per agent and round."""
 MAX_TOPICS = 1_000
 """``max_topics`` (the numeric topic dimension) and the length of the ``topics`` list."""
-MAX_TOPIC_CHARS = 64
-"""Longest topic name in ``topics`` (normalised; the platform's own limit for topics agents add)."""
+# MAX_TOPIC_CHARS (socialgym.platform.topics): the longest topic name in ``topics`` (normalised;
+# the platform's own limit for topics agents add)
 MAX_TEXT_CHARS = 1_000_000
 """Upper bound of ``max_text_chars`` (the longest post, comment or DM text accepted)."""
-
-
-def normalise_topic(topic: str) -> str:
-    """Topic strings are compared stripped and lower-cased (SPEC §2)."""
-    return topic.strip().lower()
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class FeedConfig:
     """Constructor parameters of a recommender given by name (e.g. ``{"dim": 32}`` for mf)."""
     rerank: tuple = ()
     """Re-ranking interventions, innermost first: dicts ``{"kind": ..., **params}`` (see
-    ``socialgym.recommenders.RERANKERS``) or callables ``f(recommender) -> recommender``."""
+    ``RERANK_KINDS``) or callables ``f(recommender) -> recommender``."""
     agent_interests: Any = None
     """(n_agents, n_topics) preferences or n_agents labels; used by ``soc_strategy`` and as the
     default groups of the exposure metrics."""
@@ -147,7 +150,6 @@ class FeedConfig:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
-        from socialgym.platform.validation import check_seed   # (platform imports this module)
         check_seed(self.seed, "seed")
         _int_in("n_agents", self.n_agents, 2, MAX_AGENTS, "MAX_AGENTS")
         _int_in("n_actions", self.n_actions, 1, MAX_ACTIONS, "MAX_ACTIONS")
@@ -204,7 +206,6 @@ class FeedConfig:
         if self.soc_strategy and self.agent_interests is None:
             raise ValueError("soc_strategy needs agent_interests (a preference matrix or labels per agent)")
         if self.agent_interests is not None:
-            from socialgym.ties.seeding import main_interests
             try:
                 main_interests(self.agent_interests, self.n_agents)   # raises on a bad shape
             except (TypeError, ValueError) as exc:
@@ -221,9 +222,8 @@ class FeedConfig:
             if any(isinstance(g, (list, dict, set)) for g in groups):
                 raise TypeError("agent_groups must hold one hashable label (a string or number) per agent")
         if self.seed_graph is not None:
-            from socialgym.ties.pairs import PairTable
             try:
-                PairTable.from_matrix(self.seed_graph, self.n_agents)
+                seed_graph_pairs(self.seed_graph, self.n_agents)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"seed_graph: {' '.join(str(exc).split())}") from None
 
@@ -316,31 +316,20 @@ def _check_topics(topics: Any) -> None:
         if key in seen:
             raise ValueError(f"topics lists {_show(key)} twice (topics are compared stripped and lower-cased)")
         seen.add(key)
-        problem = _topic_problem(key)
+        problem = topic_problem(key)
         if problem:
             raise ValueError(f"topics[{i}]: {problem}")
 
 
-def _topic_problem(key: str) -> str | None:
-    """The platform's own check of a topic label (control characters, UTF-8), when present."""
-    try:
-        from socialgym.platform.topics import topic_problem
-    except ImportError:                          # pragma: no cover - older platform module
-        return None
-    return topic_problem(key)
-
-
 def _check_recommender(recommender: Any, kwargs: Any, rerank: Any) -> None:
-    """Names must be registered (``socialgym.recommenders.REGISTRY`` / ``RERANKERS``), so that a
-    typo fails when the config is made, not when the environment is built."""
-    from socialgym.recommenders import REGISTRY, RERANKERS
-
+    """Names must be registered (``RECOMMENDER_NAMES`` / ``RERANK_KINDS``), so that a typo fails
+    when the config is made, not when the environment is built."""
     if isinstance(recommender, str):
-        if recommender not in REGISTRY:
+        if recommender not in RECOMMENDER_NAMES:
             raise ValueError(f"recommender: unknown recommender {_show(recommender)}; available: "
-                             f"{', '.join(sorted(REGISTRY))}")
+                             f"{', '.join(sorted(RECOMMENDER_NAMES))}")
     elif not (callable(recommender) or hasattr(recommender, "recommend")):
-        raise TypeError(f"recommender must be a name ({', '.join(sorted(REGISTRY))}), an object with "
+        raise TypeError(f"recommender must be a name ({', '.join(sorted(RECOMMENDER_NAMES))}), an object with "
                         f"recommend(request, rng), or a function; got {_show(recommender)}")
     if kwargs and not isinstance(recommender, str):
         raise TypeError("recommender_kwargs apply only to a recommender given by name")
@@ -353,10 +342,10 @@ def _check_recommender(recommender: Any, kwargs: Any, rerank: Any) -> None:
             continue
         if not isinstance(step, Mapping) or "kind" not in step:
             raise TypeError(f"rerank[{i}]: a rerank step must be a dict with 'kind' (one of "
-                            f"{', '.join(sorted(RERANKERS))}) or a callable; got {_show(step)}")
-        if not isinstance(step["kind"], str) or step["kind"] not in RERANKERS:
+                            f"{', '.join(sorted(RERANK_KINDS))}) or a callable; got {_show(step)}")
+        if not isinstance(step["kind"], str) or step["kind"] not in RERANK_KINDS:
             raise ValueError(f"rerank[{i}].kind: unknown rerank kind {_show(step['kind'])}; available: "
-                             f"{', '.join(sorted(RERANKERS))}")
+                             f"{', '.join(sorted(RERANK_KINDS))}")
         if any(not isinstance(k, str) for k in step):
             raise TypeError(f"rerank[{i}] keys must be parameter names, got {_show(list(step))}")
 

@@ -31,6 +31,9 @@ import numpy as np
 from pettingzoo.utils import BaseParallelWrapper, parallel_to_aec, wrappers
 
 from socialgym.config import REWARD_NAMES
+from socialgym.envs import REGISTRY
+from socialgym.envs import make as make_env
+from socialgym.envs.feed_v0 import parallel_env
 from socialgym.platform.validation import check_seed
 
 SIZES: Mapping[str, Mapping[str, Any]] = MappingProxyType({
@@ -104,9 +107,7 @@ class Task:
         if "lambdas" in overrides:
             raise ValueError(f"{self.id} fixes lambdas (its objective is {self.objective}); for other "
                              "reward weights use socialgym.parallel_env(lambdas=...)")
-        import socialgym
-
-        env = socialgym.parallel_env(**{**self.config, **overrides})
+        env = parallel_env(**{**self.config, **overrides})
         if self.redraws_lambdas:
             env = RedrawLambdas(env)
         return wrappers.OrderEnforcingWrapper(parallel_to_aec(env)) if aec else env
@@ -140,9 +141,6 @@ def make(env_id: str, **kwargs: Any):
     known ones."""
     if isinstance(env_id, str) and env_id in TASKS:
         return TASKS[env_id].make(**kwargs)
-    from socialgym.envs import REGISTRY
-    from socialgym.envs import make as make_env
-
     if isinstance(env_id, str) and env_id in REGISTRY:
         return make_env(env_id, **kwargs)
     known = [*TASKS, *sorted(REGISTRY)]

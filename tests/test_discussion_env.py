@@ -203,6 +203,25 @@ def test_lenient_falls_back_and_records():
     assert env.turn_log[2]["text"] == "" and "action: must be the comment text" in env.turn_log[2]["invalid"][0]
 
 
+def test_invalid_actions_keyword_and_dict_records_as_in_the_feed_env():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # the current keyword: no warning
+        env = make(n_users=2, turn_taking="round_robin", comment_chars=10, invalid_actions="lenient").unwrapped
+        env.reset()
+        env.step("y" * 15)
+        (record,) = env.infos["user_0"]["invalid"]
+        assert record == {"agent": "user_0", "turn": 1, "field": "text",
+                          "reason": "15 characters, more than comment_chars=10 (lenient: cut to 10)"}
+        assert str(record) == "user_0, turn 1, text: " + record["reason"]   # the strict error's words
+        assert env.turn_log[0]["invalid"] == [record]
+    with pytest.warns(DeprecationWarning, match="records are dicts"):
+        assert "15 characters" in record                # read as the old string form
+    with pytest.warns(DeprecationWarning, match="use invalid_actions="):
+        assert make(n_users=2, invalid="lenient").unwrapped.config.invalid_actions == "lenient"
+    with pytest.raises(ValueError, match="invalid_actions must be one of"):
+        make(n_users=2, invalid_actions="maybe")
+
+
 def test_config_errors():
     with pytest.raises(ValueError, match="n_users must be an integer >= 2"):
         DiscussionConfig(n_users=1)

@@ -16,7 +16,7 @@ import socialgym  # noqa: E402
 from socialgym.agents import PolicyMix  # noqa: E402
 from socialgym.baselines import GreedyPolicy, RandomPolicy  # noqa: E402
 from socialgym.baselines import ppo  # noqa: E402
-from socialgym.baselines.evaluate import evaluate, learning_curve, write_table  # noqa: E402
+from socialgym.experiments.evaluate import evaluate, learning_curve, write_table  # noqa: E402
 
 SMALL = dict(n_agents=6, n_actions=2, max_rounds=3, feed_size=4, vote_feed_size=4, dm_inbox_size=3)
 
@@ -149,7 +149,7 @@ def test_a_model_file_from_someone_else_runs_no_code(entry, tmp_path):
         with pytest.raises(ValueError, match="not a socialgym PPO model file.*weights_only=True"):
             ppo.TorchPolicy.load(tmp_path / "model.pt")
     else:
-        from socialgym.baselines import evaluate
+        from socialgym.experiments import evaluate
         with pytest.raises(SystemExit) as exc:
             evaluate.main(["--model", str(tmp_path / "model.pt"), "--out", str(tmp_path / "eval")])
         assert exc.value.code == 2
@@ -334,7 +334,7 @@ def test_device_cuda_without_cuda_is_a_clear_error(tmp_path):
 
 
 def test_evaluate_cli_plays_a_model_at_another_population_size(trained, tmp_path, capsys):
-    from socialgym.baselines import evaluate as evaluate_module
+    from socialgym.experiments import evaluate as evaluate_module
 
     out, args, _ = trained
     rc = evaluate_module.main(["--model", str(out / "model.pt"), "--n-agents", "9", "--episodes", "2",

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from socialgym.baselines import RandomPolicy  # noqa: E402
 from socialgym.baselines import ppo  # noqa: E402
-from socialgym.baselines.evaluate import evaluate  # noqa: E402
+from socialgym.experiments.evaluate import evaluate  # noqa: E402
 
 
 def test_short_training_beats_random_on_held_out_seeds(tmp_path):

@@ -158,8 +158,8 @@ def test_hybrid_weights_change_the_ranking():
     W = np.zeros((3, 3))
     W[0, 2] = 1.0
     req = _request(content, [0], 1, 3, W=W)
-    pop = Hybrid({"popularity": 1.0, "social": 0.0}).recommend(req, np.random.default_rng(0))
-    soc = Hybrid({"popularity": 0.0, "social": 1.0}).recommend(req, np.random.default_rng(0))
+    pop = Hybrid([(Popularity(), 1.0), (Social(), 0.0)]).recommend(req, np.random.default_rng(0))
+    soc = Hybrid([(Popularity(), 0.0), (Social(), 1.0)]).recommend(req, np.random.default_rng(0))
     assert pop[0, 0] == 0 and content.column("author")[soc[0, 0]] == 2
 
 
@@ -225,7 +225,7 @@ def test_random_replacement_replaces_exactly_n_lowest_slots():
     base = make_recommender("chronological")
     req = _request(content, np.arange(n), 6, 2)
     plain = base.recommend(req, np.random.default_rng(0))
-    rec = RandomReplacement("chronological", n=2)
+    rec = RandomReplacement(make_recommender("chronological"), n=2)
     out = rec.recommend(req, np.random.default_rng(0))
     np.testing.assert_array_equal(out[:, :4], plain[:, :4])     # the top 4 kept
     assert rec.last == {"replaced": 10, "rounds_applied": 1}  # 2 slots x 5 viewers
@@ -235,7 +235,7 @@ def test_random_replacement_replaces_exactly_n_lowest_slots():
 
 def test_random_replacement_frequency():
     content = _store(np.repeat(np.arange(3), 4), np.zeros(12, int), np.ones(12, int))
-    rec = RandomReplacement("chronological", n=1, every=3, start_round=2)
+    rec = RandomReplacement(make_recommender("chronological"), n=1, every=3, start_round=2)
     applied = []
     for rnd in range(2, 11):
         rec.recommend(_request(content, np.arange(3), 3, rnd), np.random.default_rng(rnd))
@@ -251,22 +251,22 @@ def test_stance_penalty_demotes_cross_cutting_items():
     req = _request(content, [0], 2, 2)
     plain = make_recommender("chronological").recommend(req, np.random.default_rng(0))
     assert content.column("author")[plain[0]].tolist() == [1, 2]
-    rec = StancePenalty("chronological", stances, strength=0.5, overfetch=2)
+    rec = StancePenalty(make_recommender("chronological"), stances, strength=0.5, overfetch=2)
     out = rec.recommend(req, np.random.default_rng(0))
     # rank scores over the 4-long list: 1, .75, .5, .25; minus .5 for B authors -> .5, .75, 0, .25
     assert content.column("author")[out[0]].tolist() == [2, 1]
-    rec_strong = StancePenalty("chronological", stances, strength=1.0, overfetch=2)
+    rec_strong = StancePenalty(make_recommender("chronological"), stances, strength=1.0, overfetch=2)
     out = rec_strong.recommend(req, np.random.default_rng(0))
     assert content.column("author")[out[0]].tolist() == [2, 4]
     assert rec_strong.last == {"demoted": 1, "cross_cutting_shown": 0}
-    assert StancePenalty("chronological", stances, strength=0.0).recommend(req, None).tolist() == plain.tolist()
+    assert StancePenalty(make_recommender("chronological"), stances, strength=0.0).recommend(req, None).tolist() == plain.tolist()
 
 
 def test_tail_quota_transfer_moves_head_slots_to_least_seen_topics():
     # 10 items of topic 0 (newest), then 2 of topic 1, 2 of topic 2; all by agent 1
     topics = [2, 2, 1, 1] + [0] * 10
     content = _store([1] * 14, topics, [1] * 14)
-    rec = TailQuotaTransfer("chronological", share=0.3, n_head=1, n_tail=2, overfetch=1)
+    rec = TailQuotaTransfer(make_recommender("chronological"), share=0.3, n_head=1, n_tail=2, overfetch=1)
     out = rec.recommend(_request(content, [0], 10, 2), np.random.default_rng(0))
     # top 10 = ten topic-0 items (quota 10); 30% = 3 slots go to tails {1, 2}: 1, 2, 1
     shown = content.column("topic")[out[0]]
@@ -298,6 +298,17 @@ def test_unknown_names_and_parameters_are_clear_errors():
         socialgym.parallel_env(rerank=[42])
     with pytest.raises(ValueError, match="soc_strategy needs agent_interests"):
         socialgym.parallel_env(soc_strategy=1)
+
+
+def test_wrappers_take_built_recommenders_and_names_resolve_in_the_registry():
+    with pytest.raises(TypeError, match=r"wraps a built recommender.*make_recommender\('chronological'\)"):
+        RandomReplacement("chronological", n=1)
+    with pytest.raises(TypeError, match="Hybrid components must be scored recommenders"):
+        Hybrid({"popularity": 1.0})
+    hybrid = make_recommender("hybrid", components={"popularity": 0.5, "social": 0.5})
+    assert [type(rec) for rec, _ in hybrid.components] == [Popularity, Social]
+    wrapped = RandomReplacement(lambda request, rng: np.zeros((len(request.viewers), 0), np.int64), n=1)
+    assert wrapped.base.name == "<lambda>"                     # a plain function is wrapped
 
 
 def test_custom_recommender_in_a_few_lines():

@@ -17,7 +17,9 @@ Replies still invalid after the client's re-prompts fall back (a user passes, th
 stays silent; a failed moderator text leaves a warn/ban with the bare @mention) and the fallback
 is recorded in ``client.usage.fallbacks``, as in the feed environment.
 
-Policies are called as ``policy.act(agent, observation, info)`` and read ``info["view"]``.
+``LLMDiscussant`` and ``LLMModerator`` implement the per-turn protocol
+``socialgym.baselines.protocol.DiscussionPolicy``: they are called as
+``policy.act(agent, observation, info)`` and read ``info["view"]``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""Baseline policies. The policy protocol is batched:
+"""Baseline policies. The feed's policy protocol is batched:
 
     policy.act(observations: dict[agent, obs]) -> dict[agent, action]
 
-one call per environment step for all agents, so LLM policies can run every agent concurrently.
+one call per environment step for all agents, so LLM policies can run every agent concurrently;
+the discussion's is per turn, ``policy.act(agent, observation, info) -> action``. Both are
+declared in ``socialgym.baselines.protocol`` (``Policy``, ``DiscussionPolicy``).
 
 ``TorchPolicy`` (the trained PPO network, ``socialgym.baselines.ppo``) is exported lazily:
 ``from socialgym.baselines import TorchPolicy`` imports torch (an optional extra,
@@ -10,12 +12,12 @@ one call per environment step for all agents, so LLM policies can run every agen
 """
 
 from socialgym.baselines.greedy import GreedyPolicy
-from socialgym.baselines.protocol import Policy
+from socialgym.baselines.protocol import DiscussionPolicy, Policy
 from socialgym.baselines.random_policy import RandomPolicy
 from socialgym.baselines.topic_users import TopicUsers
 
 # TorchPolicy is left out of __all__: ``from socialgym.baselines import *`` must not need torch
-__all__ = ["GreedyPolicy", "Policy", "RandomPolicy", "TopicUsers"]
+__all__ = ["DiscussionPolicy", "GreedyPolicy", "Policy", "RandomPolicy", "TopicUsers"]
 
 _LAZY = {"TorchPolicy": "socialgym.baselines.ppo"}
 

@@ -1,8 +1,9 @@
 """Scripted discussion policies: template users per role and a rule-based moderator.
 
 They need no model, so a whole discussion runs in milliseconds: for tests, for smoke runs and
-as opponents when training a moderator. Policies of the discussion environment are called as
-``policy.act(agent, observation, info)``; what they read is ``info["view"]``.
+as opponents when training a moderator. Both implement the discussion's per-turn policy
+protocol (``socialgym.baselines.protocol.DiscussionPolicy``): ``policy.act(agent, observation,
+info)``; what they read is ``info["view"]``.
 """
 
 from __future__ import annotations

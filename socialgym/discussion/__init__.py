@@ -1,14 +1,12 @@
 """The discussion substrate (paper: LLM facilitators in synthetic discussions).
 
 Configuration, turn-taking, rewards (the moderation game and per-role user terms), the
-paper's prompts and SocioDemographic Backgrounds, discussion metrics (ROUGE-L diversity,
-comment length, per-turn means) and the statistics of its analysis. The PettingZoo
-environment itself is ``socialgym.discussion_env`` (``socialgym.envs.discussion_v0``).
+paper's prompts and SocioDemographic Backgrounds, and discussion metrics (ROUGE-L diversity,
+comment length, per-turn means). The PettingZoo environment itself is
+``socialgym.discussion_env`` (``socialgym.envs.discussion_v0``); the statistics of the
+experiment's analysis (pairwise t-tests, OLS) are ``socialgym.experiments.discussion_analysis``.
 """
 
-from socialgym.discussion.analysis import (
-    OLSResult, PairwiseTable, ols, pairwise_mean_differences, stars, strategy_time_ols,
-)
 from socialgym.discussion.config import DEFAULT_TOPIC, MODERATOR, ROLES, DiscussionConfig
 from socialgym.discussion.loop import run_discussion
 from socialgym.discussion.metrics import comment_lengths, diversity, lcs_length, mean_by_turn, rouge_l, tokenize
@@ -28,5 +26,4 @@ __all__ = [
     "STRATEGIES", "STRATEGY_LABELS", "MODERATION_GAME_SCORES", "ROLE_INSTRUCTIONS", "moderator_instructions",
     "SDB", "generate_sdbs", "load_sdbs", "anonymised", "sdb_block",
     "rouge_l", "diversity", "tokenize", "lcs_length", "comment_lengths", "mean_by_turn",
-    "pairwise_mean_differences", "PairwiseTable", "ols", "OLSResult", "strategy_time_ols", "stars",
 ]

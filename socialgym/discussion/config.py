@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from socialgym.config import INVALID_MODES
 from socialgym.discussion.rewards import ModerationScores, check_role_rewards
 from socialgym.discussion.turn_taking import TURN_TAKING
 
 ROLES = ("normal", "community", "troll")
-INVALID_POLICIES = ("strict", "lenient")
 MODERATOR = "moderator"
 USERNAME = re.compile(r"^[A-Za-z0-9_\-]{1,32}$")
 DEFAULT_TOPIC = ("Social media platforms should be legally required to remove hate speech within "
@@ -40,9 +41,11 @@ class DiscussionConfig:
     - ``moderator``: whether the ``moderator`` agent takes part;
     - ``ban_after_warnings``: the environment bans a user at this many warnings (None: never);
     - ``comment_chars``: the longest comment accepted;
-    - ``invalid``: ``strict`` raises on a malformed action; ``lenient`` falls back (a too long
-      comment is cut, a non-string one becomes a pass, a bad warn/ban target or mention is
-      dropped) and records the reason in ``infos[agent]["invalid"]``;
+    - ``invalid_actions``: ``strict`` raises on a malformed action; ``lenient`` falls back (a
+      too long comment is cut, a non-string one becomes a pass, a bad warn/ban target or
+      mention is dropped) and records why in ``infos[agent]["invalid"]`` (records as the feed
+      environment's: dicts, here ``{"agent", "turn", "field", "reason"}``). The same keyword as
+      the feed environment's; ``invalid`` is its deprecated alias;
     - ``moderator_rewards``: the moderation game's points (``ModerationScores`` or a mapping);
     - ``role_rewards``: per-role weights of the user reward terms, merged over the defaults.
     """
@@ -57,17 +60,27 @@ class DiscussionConfig:
     moderator: bool = True
     ban_after_warnings: int | None = 3
     comment_chars: int = 1500
-    invalid: str = "strict"
+    invalid_actions: str = "strict"
     moderator_rewards: ModerationScores | Mapping[str, float] | None = None
     role_rewards: Mapping[str, Mapping[str, float]] | None = None
     seed: int | None = None
+    invalid: InitVar[str | None] = None
+    """Deprecated alias of ``invalid_actions`` (a DeprecationWarning)."""
     # filled in by __post_init__
     user_roles: tuple[str, ...] = field(init=False)
     names: tuple[str, ...] = field(init=False)
     scores: ModerationScores = field(init=False)
     weights: Mapping[str, Mapping[str, float]] = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, invalid: str | None) -> None:
+        if invalid is not None:
+            warnings.warn("the discussion config's invalid= is deprecated: use invalid_actions= (the feed "
+                          "environment's name)", DeprecationWarning, stacklevel=3)
+            if self.invalid_actions not in ("strict", invalid):
+                raise TypeError(f"discussion config: invalid={invalid!r} is the deprecated name of "
+                                f"invalid_actions={self.invalid_actions!r}; give only invalid_actions")
+            object.__setattr__(self, "invalid_actions", invalid)
+
         def bad(name: str, value: Any, want: str) -> ValueError:
             return ValueError(f"discussion config {name} must be {want}, got {value!r}")
 
@@ -85,8 +98,8 @@ class DiscussionConfig:
             raise bad("topic", self.topic, "a non-empty string")
         if not callable(self.turn_taking) and self.turn_taking not in TURN_TAKING:
             raise bad("turn_taking", self.turn_taking, f"one of {TURN_TAKING} or a function")
-        if self.invalid not in INVALID_POLICIES:
-            raise bad("invalid", self.invalid, f"one of {INVALID_POLICIES}")
+        if self.invalid_actions not in INVALID_MODES:
+            raise bad("invalid_actions", self.invalid_actions, f"one of {INVALID_MODES}")
         s = self.seed
         if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
             raise bad("seed", s, "None or an integer >= 0")
@@ -127,7 +140,7 @@ class DiscussionConfig:
     @classmethod
     def build(cls, config: "DiscussionConfig | None" = None, **overrides) -> "DiscussionConfig":
         init = {f.name for f in dataclasses.fields(cls) if f.init}
-        unknown = sorted(set(overrides) - init)
+        unknown = sorted(set(overrides) - init - {"invalid"})       # (invalid: a deprecated alias)
         if unknown:
             raise TypeError(f"unknown discussion config key(s) {unknown}; known: {sorted(init)}")
         if config is None:

@@ -23,6 +23,7 @@ def policy_lookup(policies: Any) -> Callable[[str], Any]:
 
 
 def _call(policy, agent, obs, info):
+    # the per-turn protocol (socialgym.baselines.protocol.DiscussionPolicy), or a plain function
     if hasattr(policy, "act"):
         return policy.act(agent, obs, info)
     if callable(policy):

@@ -1,5 +1,7 @@
 """The experiment layer: YAML configs, the runner with checkpoint/resume, run outputs and the
-HTML report, wandb logging, and replicates/sweeps on a process pool or Ray.
+HTML report, wandb logging, and replicates/sweeps on a process pool or Ray; the studies built
+on them (``study``, ``moderation`` with ``discussion_analysis``, ``evaluate``, ``cocoon``), whose
+figures all come from ``plotting``.
 
 Layout of a run directory: ``docs/experiments.md``.
 """

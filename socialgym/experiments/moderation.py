@@ -46,9 +46,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from socialgym.discussion import (
-    MODERATOR, STRATEGIES, STRATEGY_LABELS, comment_lengths, diversity, generate_sdbs,
-    pairwise_mean_differences, run_discussion, score_discussion, strategy_time_ols,
+    MODERATOR, STRATEGIES, STRATEGY_LABELS, comment_lengths, diversity, generate_sdbs, run_discussion,
+    score_discussion,
 )
+from socialgym.experiments.discussion_analysis import pairwise_mean_differences, stars, strategy_time_ols
 
 SEED_OPINIONS = (
     "Social media platforms should be legally required to remove hate speech within 24 hours.",
@@ -211,7 +212,7 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
     env = socialgym.discussion_env(
         n_users=cfg.users, roles=job.roles, usernames=job.usernames, topic=job.topic, max_turns=cfg.max_turns,
         context_length=cfg.context_length, turn_taking=cfg.turn_taking, moderator=moderated,
-        comment_chars=cfg.comment_chars, invalid="lenient", seed=job.seed)
+        comment_chars=cfg.comment_chars, invalid_actions="lenient", seed=job.seed)
     if cfg.no_llm:
         from socialgym.baselines.discussion import ScriptedModerator, ScriptedUser
         policies: dict[str, Any] = {"users": ScriptedUser(seed=job.seed)}
@@ -446,15 +447,15 @@ def _write_summary_md(out: Path, summary: dict) -> None:
 
 
 def _plots(out: Path, records, rows, present, tables) -> None:
-    from socialgym.experiments.report import _figure, _save
-    from socialgym.discussion import mean_by_turn, stars
+    from socialgym.discussion import mean_by_turn
+    from socialgym.experiments.plotting import figure, save
 
     plots = out / "plots"
     plots.mkdir(exist_ok=True)
     labels = [STRATEGY_LABELS[s] for s in present]
     for metric, table in tables:
         k = len(table.labels)
-        fig = _figure(1.2 * k + 2, 1.0 * k + 1.5)
+        fig = figure(1.2 * k + 2, 1.0 * k + 1.5)
         ax = fig.add_subplot()
         lim = np.nanmax(np.abs(table.diff)) if np.isfinite(table.diff).any() else 1.0
         im = ax.imshow(table.diff, cmap="RdBu_r", vmin=-lim or -1, vmax=lim or 1)
@@ -468,8 +469,8 @@ def _plots(out: Path, records, rows, present, tables) -> None:
         ax.set_yticks(range(k), names)
         ax.set_title(f"{metric.replace('_', ' ')}: row − column")
         fig.colorbar(im, ax=ax)
-        _save(fig, plots / f"pairwise_{metric}.png")
-    fig = _figure(7, 4)
+        save(fig, plots / f"pairwise_{metric}.png")
+    fig = figure(7, 4)
     ax = fig.add_subplot()
     for s, label in zip(present, labels):
         mine = [r for r in rows if r["strategy"] == s]
@@ -479,20 +480,20 @@ def _plots(out: Path, records, rows, present, tables) -> None:
     ax.set_xlabel("user turn")
     ax.set_ylabel("mean toxicity (1-5)")
     ax.legend(fontsize=8)
-    _save(fig, plots / "toxicity_by_turn.png")
+    save(fig, plots / "toxicity_by_turn.png")
     for name, values, xlabel in (
             ("diversity", lambda s: [r["diversity"] for r in records if r["strategy"] == s and r["diversity"] is not None],
              "ROUGE-L diversity per discussion"),
             ("comment_length", lambda s: [r["words"] for r in rows if r["strategy"] == s], "words per comment"),
             ("interventions", lambda s: [r["interventions"] for r in records if r["strategy"] == s],
              "moderator interventions per discussion")):
-        fig = _figure(7, 4)
+        fig = figure(7, 4)
         ax = fig.add_subplot()
         data = [values(s) for s in present]
         ax.boxplot([d if d else [np.nan] for d in data], tick_labels=labels)
         ax.set_ylabel(xlabel)
         ax.tick_params(axis="x", labelrotation=30)
-        _save(fig, plots / f"{name}.png")
+        save(fig, plots / f"{name}.png")
 
 
 # ---------------------------------------------------------------------------- command line
@@ -531,10 +532,31 @@ def from_arguments(args) -> ModerationExperiment:
         cache=not args.no_cache, no_llm=args.no_llm)
 
 
+def run_command(args) -> int:
+    """``socialgym moderation`` with parsed arguments (``add_arguments``): run, print where the
+    results are, write the viewer. Exit status 2 for a bad argument."""
+    try:
+        cfg = from_arguments(args)
+        summary = run_experiment(cfg, args.out, progress=not args.quiet)
+    except ValueError as err:
+        print(f"socialgym moderation: error: {err}", file=sys.stderr)
+        return 2
+    print(f"{summary['discussions']} discussions, {summary['comments']} comments in {summary['seconds']} s; "
+          f"see {Path(args.out) / 'summary.md'}")
+    from socialgym.viewer import ViewerError, build_viewer
+    try:
+        print(f"viewer: {build_viewer(args.out).resolve()}")
+    except ViewerError as err:
+        print(f"socialgym moderation: warning: no viewer: {err}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m socialgym.experiments.moderation`` = ``socialgym moderation``."""
-    from socialgym.cli import main as cli_main
-    return cli_main(["moderation", *(sys.argv[1:] if argv is None else argv)])
+    parser = argparse.ArgumentParser(prog="socialgym moderation", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

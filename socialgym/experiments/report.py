@@ -7,7 +7,8 @@
 file opens offline and can be mailed or archived on its own.
 
 Only numpy is imported at module level: matplotlib, scipy and networkx are imported by the
-functions that need them, so ``import socialgym`` stays light.
+functions that need them, so importing this module stays light. Figures come from
+``socialgym.experiments.plotting``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from socialgym.experiments.plotting import figure, save
 
 COMPONENTS = ("SOC", "INF", "PRE", "COORD", "EMO")
 REWARD_COLUMNS = COMPONENTS + ("total",)
@@ -59,7 +62,7 @@ pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.8em; overflow-x: a
 # --------------------------------------------------------------------------- reading the run
 
 @dataclass
-class _Run:
+class _LoadedRun:
     """Everything the report needs, read once from the run directory."""
 
     path: Path
@@ -128,7 +131,7 @@ def _read_events(path: Path) -> dict[str, int]:
     return counts
 
 
-def _load_last_ties(run: _Run) -> None:
+def _load_last_ties(run: _LoadedRun) -> None:
     """Attach the tie matrix of the latest round (largest number in ties/round_*.npz)."""
     files = []
     for p in (run.path / "ties").glob("round_*.npz"):
@@ -151,7 +154,7 @@ def _load_last_ties(run: _Run) -> None:
     run.ties, run.ties_round = W, number
 
 
-def _load(run_dir: str | os.PathLike) -> _Run:
+def _load(run_dir: str | os.PathLike) -> _LoadedRun:
     path = Path(run_dir)
     for required in ("rounds.csv", "summary.json"):
         if not (path / required).is_file():
@@ -165,7 +168,7 @@ def _load(run_dir: str | os.PathLike) -> _Run:
 
     network_path, config_path, events_path = (path / "network.csv", path / "config.yaml",
                                               path / "events.jsonl")
-    run = _Run(
+    run = _LoadedRun(
         path=path,
         summary=summary,
         rounds=_read_csv(path / "rounds.csv"),
@@ -206,14 +209,14 @@ def _undirected_ties(W: Any):
     return undirected_graph(W, TIE_THRESHOLD)
 
 
-def _summary_final(run: _Run, key: str) -> dict:
+def _summary_final(run: _LoadedRun, key: str) -> dict:
     """summary.json's final[key], {} when absent or not an object (e.g. a running run)."""
     final = run.summary.get("final")
     value = final.get(key) if isinstance(final, dict) else None
     return value if isinstance(value, dict) else {}
 
 
-def _final_rewards(run: _Run) -> dict[str, Any]:
+def _final_rewards(run: _LoadedRun) -> dict[str, Any]:
     """summary.json's final mean rewards, else the means of the last round in rounds.csv."""
     final = _summary_final(run, "rewards")
     if final:
@@ -226,7 +229,7 @@ def _final_rewards(run: _Run) -> dict[str, Any]:
             for name in REWARD_COLUMNS if name in run.rounds}
 
 
-def _final_network(run: _Run) -> dict[str, Any]:
+def _final_network(run: _LoadedRun) -> dict[str, Any]:
     """summary.json's final network metrics, else the last row of network.csv."""
     final = _summary_final(run, "network")
     if final:
@@ -237,24 +240,6 @@ def _final_network(run: _Run) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- plotting
-
-def _figure(width: float, height: float):
-    """A matplotlib Figure on an Agg canvas.
-
-    The object-oriented API leaves pyplot's global figure list and the process-wide backend
-    alone (nothing to close afterwards, no surprise for a caller's interactive session).
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig, path: Path) -> None:
-    fig.savefig(path, dpi=100)
-    fig.clear()
-
 
 def _plain(text: Any) -> str:
     """A label from the files, shown literally: a '$' would otherwise start mathtext."""
@@ -281,20 +266,20 @@ def _message(ax, text: str) -> None:
 
 def _message_plot(path: Path, title: str, text: str) -> None:
     """A placeholder figure that says why the plot is empty."""
-    fig = _figure(6, 3)
+    fig = figure(6, 3)
     ax = fig.add_subplot()
     ax.set_title(title)
     _message(ax, text)
-    _save(fig, path)
+    save(fig, path)
 
 
-def _plot_rewards(run: _Run, path: Path) -> None:
+def _plot_rewards(run: _LoadedRun, path: Path) -> None:
     rounds = run.column("round")
     names = [n for n in REWARD_COLUMNS if n in run.rounds]
     if not np.isfinite(rounds).any() or not names:
         _message_plot(path, "Mean reward per agent and round", "rounds.csv holds no rewards yet")
         return
-    fig = _figure(8, 4.5)
+    fig = figure(8, 4.5)
     ax = fig.add_subplot()
     for name in names:
         xs, ys = _round_means(rounds, run.column(name))
@@ -305,17 +290,17 @@ def _plot_rewards(run: _Run, path: Path) -> None:
     ax.set_ylabel("reward")
     _integer_rounds(ax, rounds)
     ax.legend(loc="best", fontsize="small", ncols=2)
-    _save(fig, path)
+    save(fig, path)
 
 
-def _plot_split(run: _Run, path: Path, title: str, masks: list[tuple[str, np.ndarray]]) -> None:
+def _plot_split(run: _LoadedRun, path: Path, title: str, masks: list[tuple[str, np.ndarray]]) -> None:
     """One small panel per reward column, one line per (label, row mask)."""
     rounds = run.column("round")
     names = [n for n in REWARD_COLUMNS if n in run.rounds]
     if not names:
         _message_plot(path, title, "rounds.csv has no reward columns")
         return
-    fig = _figure(11, 6)
+    fig = figure(11, 6)
     axes = fig.subplots(2, 3, sharex=True).ravel()
     for ax, name in zip(axes, names):
         values = run.column(name)
@@ -328,10 +313,10 @@ def _plot_split(run: _Run, path: Path, title: str, masks: list[tuple[str, np.nda
         ax.set_visible(False)
     axes[0].legend(fontsize="small")
     fig.suptitle(title)
-    _save(fig, path)
+    save(fig, path)
 
 
-def _plot_network(run: _Run, path: Path) -> str:
+def _plot_network(run: _LoadedRun, path: Path) -> str:
     """Network metrics over rounds; returns a caption remark on what was left out."""
     title = "Network metrics per round"
     if not run.network or not run.network.get("round"):
@@ -350,7 +335,7 @@ def _plot_network(run: _Run, path: Path) -> str:
         return "network.csv has none of the plotted columns."
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig = _figure(3.7 * ncols, 2.9 * nrows)
+    fig = figure(3.7 * ncols, 2.9 * nrows)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for ax, name in zip(axes, panels):
         values = _floats(run.network[name])
@@ -370,11 +355,11 @@ def _plot_network(run: _Run, path: Path) -> str:
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     fig.suptitle(title)
-    _save(fig, path)
+    save(fig, path)
     return f"Not drawn (no values yet): {', '.join(skipped)}." if skipped else ""
 
 
-def _plot_degree(run: _Run, path: Path) -> None:
+def _plot_degree(run: _LoadedRun, path: Path) -> None:
     title = "Degree distribution of the final tie graph"
     if run.ties is None:
         _message_plot(path, title, run.ties_note)
@@ -389,7 +374,7 @@ def _plot_degree(run: _Run, path: Path) -> None:
         _message_plot(path, title, "the tie matrix has no agents")
         return
     histogram = np.bincount(degrees)
-    fig = _figure(7, 4)
+    fig = figure(7, 4)
     ax = fig.add_subplot()
     ax.bar(np.arange(len(histogram)), histogram, color="#4c72b0", width=0.8)
     ax.set_xlabel("degree (undirected ties)")
@@ -400,10 +385,10 @@ def _plot_degree(run: _Run, path: Path) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.set_xlim(-0.6, len(histogram) - 0.4)
     ax.grid(axis="y", alpha=0.3)
-    _save(fig, path)
+    save(fig, path)
 
 
-def _plot_ties_graph(run: _Run, path: Path) -> str:
+def _plot_ties_graph(run: _LoadedRun, path: Path) -> str:
     """The final tie graph; returns a caption remark (sampling, no edges)."""
     title = "Final tie graph"
     if run.ties is None:
@@ -433,7 +418,7 @@ def _plot_ties_graph(run: _Run, path: Path) -> str:
     palette = mpl.colormaps["tab10" if len(present) <= 10 else "tab20"]
     colour = {g: palette(k % palette.N) for k, g in enumerate(present)}
 
-    fig = _figure(8, 7)
+    fig = figure(8, 7)
     ax = fig.add_subplot()
     pos = nx.spring_layout(G, seed=LAYOUT_SEED)
     weights = np.array([d.get("weight", 1.0) for _, _, d in G.edges(data=True)])
@@ -459,7 +444,7 @@ def _plot_ties_graph(run: _Run, path: Path) -> str:
                 transform=ax.transAxes)
     ax.set_title(f"{title} (round {run.ties_round})")
     ax.set_axis_off()
-    _save(fig, path)
+    save(fig, path)
     return remark
 
 
@@ -507,13 +492,13 @@ def _table(rows: list[tuple[Any, Any]], header: tuple[str, str] | None = None) -
     return "\n".join(out)
 
 
-def _problems(run: _Run) -> list:
+def _problems(run: _LoadedRun) -> list:
     """summary.json's ``problems`` (e.g. too many LLM fallbacks); [] when absent or malformed."""
     problems = run.summary.get("problems")
     return problems if isinstance(problems, list) else []
 
 
-def _summary_rows(run: _Run) -> list[tuple[str, Any]]:
+def _summary_rows(run: _LoadedRun) -> list[tuple[str, Any]]:
     s = run.summary
     rounds_text = _fmt(s.get("rounds_completed"))
     if s.get("max_rounds") is not None:
@@ -560,7 +545,7 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _html(run: _Run, figures: list[tuple[Path, str]]) -> str:
+def _html(run: _LoadedRun, figures: list[tuple[Path, str]]) -> str:
     name = run.path.resolve().name
     title = f"socialgym run report: {name}"
     final_rewards = _final_rewards(run)

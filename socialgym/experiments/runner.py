@@ -61,7 +61,7 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
             "seed": cfg.seed}
     (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     dump_yaml(cfg, out / "config.yaml")        # last: its presence marks a resumable run directory
-    return _Run(cfg, out, meta, progress).execute(checkpoint=None)
+    return _RunExecution(cfg, out, meta, progress).execute(checkpoint=None)
 
 
 def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: bool = False,
@@ -100,7 +100,7 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
             return _read_json(out / "summary.json")
         raise RunError(f"{out / 'summary.json'} says the run is complete but {out / CHECKPOINT} is missing: "
                        "the directory was changed; restore the checkpoint or start a new run")
-    return _Run(cfg, out, meta, progress).execute(checkpoint=checkpoint)
+    return _RunExecution(cfg, out, meta, progress).execute(checkpoint=checkpoint)
 
 
 def _config_digest(path: Path) -> str:
@@ -150,7 +150,10 @@ def _flatten(tree, prefix: str = "") -> dict:
 
 
 # ---------------------------------------------------------------------------------- one run
-class _Run:
+class _RunExecution:
+    """One execution of a run: build (or restore from a checkpoint) the environment and the
+    policies, play the remaining rounds with a checkpoint after each, then write the summary."""
+
     def __init__(self, cfg: ExperimentConfig, out: Path, meta: dict, progress: bool | None) -> None:
         self.cfg, self.out, self.meta = cfg, out, meta
         self.show_progress = cfg.logging.progress if progress is None else progress

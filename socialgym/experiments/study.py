@@ -210,16 +210,14 @@ def claims_markdown(verdicts) -> str:
 
 # ---------------------------------------------------------------------------------- figures
 def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from socialgym.experiments.plotting import figure
 
     folder = out / "plots"
     folder.mkdir(exist_ok=True)
     figures = []
     tasks = [t for t in REWARD_NAMES if all(t in r["curves"] for r in runs)]
-    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(3.2 * max(1, len(tasks)), 3.0), squeeze=False)
+    fig = figure(3.2 * max(1, len(tasks)), 3.0, layout="tight")
+    axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         for coach, colour in ((False, "tab:blue"), (True, "tab:orange")):
             ys = _stack([r for r in runs if r["coach"] == coach], task)
@@ -231,12 +229,13 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
         ax.set_xlabel("round")
     axes[0][0].set_ylabel("task reward (mean, 95 % CI)")
     axes[0][0].legend(fontsize=8)
-    figures.append(_save(fig, folder / "fig2_task_rewards.png",
+    figures.append(_captioned(fig, folder / "fig2_task_rewards.png",
                          "task reward over rounds per task group, coach vs no coach (the paper's Fig. 2)"))
     from socialgym.metrics import THETAS
 
     band = bands()
-    fig, axes = plt.subplots(1, len(SWEEP_METRICS), figsize=(3.2 * len(SWEEP_METRICS), 3.0), squeeze=False)
+    fig = figure(3.2 * len(SWEEP_METRICS), 3.0, layout="tight")
+    axes = fig.subplots(1, len(SWEEP_METRICS), squeeze=False)
     for ax, metric in zip(axes[0], SWEEP_METRICS):
         for llm, colour in ((False, "tab:green"), (True, "tab:purple")):
             ys = np.array([[row[metric] for row in r["sweep"]] for r in runs if r["llm_ties"] == llm], float)
@@ -247,11 +246,12 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
         ax.set_title(metric)
         ax.set_xlabel("θ")
     axes[0][0].legend(fontsize=7)
-    figures.append(_save(fig, folder / "fig3_4_theta_sweep.png",
+    figures.append(_captioned(fig, folder / "fig3_4_theta_sweep.png",
                          "network metrics of the final tie graph against θ, heuristic vs LLM ties, with the "
                          "real-network band (the paper's Figs. 3-4)"))
     keys = sorted(degrees)
-    fig, axes = plt.subplots(1, max(1, len(keys)), figsize=(3.2 * max(1, len(keys)), 3.0), squeeze=False)
+    fig = figure(3.2 * max(1, len(keys)), 3.0, layout="tight")
+    axes = fig.subplots(1, max(1, len(keys)), squeeze=False)
     for ax, key in zip(axes[0], keys):
         hists = degrees[key]
         width = max(len(h) for h in hists)
@@ -260,17 +260,15 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
         ax.set_title(f"{'coach' if key[0] else 'no coach'}, {'LLM' if key[1] else 'heuristic'} ties")
         ax.set_xlabel("degree (θ = 0.1)")
     axes[0][0].set_ylabel("share of agents")
-    figures.append(_save(fig, folder / "fig5_8_degrees.png",
+    figures.append(_captioned(fig, folder / "fig5_8_degrees.png",
                          "degree distribution of the final tie graph per condition (the paper's Figs. 5-8)"))
     return figures
 
 
-def _save(fig, path: Path, caption: str) -> tuple[Path, str]:
-    import matplotlib.pyplot as plt
+def _captioned(fig, path: Path, caption: str) -> tuple[Path, str]:
+    from socialgym.experiments.plotting import save
 
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
     return path, caption
 
 

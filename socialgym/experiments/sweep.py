@@ -391,11 +391,9 @@ def _run_metrics(run: Path) -> dict[str, dict[int, float]]:
 
 
 def _plots(folder: Path, values: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
+
+    from socialgym.experiments.plotting import figure, save
 
     folder.mkdir(parents=True, exist_ok=True)
     panels = {
@@ -406,7 +404,8 @@ def _plots(folder: Path, values: dict) -> None:
     for name, metrics in panels.items():
         cols = min(3, len(metrics))
         rows = math.ceil(len(metrics) / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+        fig = figure(5 * cols, 3.6 * rows, layout=None)
+        axes = fig.subplots(rows, cols, squeeze=False)
         for ax, metric in zip(axes.flat, metrics):
             for cid, per_condition in values.items():
                 by_round = per_condition.get(metric, {})
@@ -428,8 +427,7 @@ def _plots(folder: Path, values: dict) -> None:
                        frameon=False)
         fig.suptitle("mean across replicates, 95% CI")
         fig.tight_layout(rect=(0, 0.06 + 0.03 * math.ceil(len(labels) / 3), 1, 1))
-        fig.savefig(folder / name, dpi=100)
-        plt.close(fig)
+        save(fig, folder / name)
 
 
 # ---------------------------------------------------------------------------------- files

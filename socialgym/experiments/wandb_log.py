@@ -321,10 +321,9 @@ class WandbLogger:
     def _draw_ties(self, ties, round: int) -> np.ndarray:
         """The tie graph of ``ties`` (a sparse or dense n x n matrix) as an RGB array: nodes
         coloured by group, edge width proportional to |W_ij|."""
-        # matplotlib's Figure, not pyplot: no global figure list or backend state to disturb
         import networkx as nx
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+
+        from socialgym.experiments.plotting import figure
 
         W = sp.coo_matrix(ties)
         n = W.shape[0]
@@ -340,8 +339,7 @@ class WandbLogger:
         labels = self._node_groups(n)
         names = sorted({g for g in labels if g})
         colour = {g: f"C{i % 10}" for i, g in enumerate(names)}
-        fig = Figure(figsize=(6, 6), dpi=100)
-        FigureCanvasAgg(fig)
+        fig = figure(6, 6, layout=None, dpi=100)
         ax = fig.add_subplot()
         ax.set_axis_off()
         ax.set_title(f"ties after round {round}: {n} agents, {G.number_of_edges()} ties")

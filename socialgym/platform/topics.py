@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import re
 
-from socialgym.config import MAX_TOPIC_CHARS, normalise_topic
 from socialgym.platform.validation import utf8_problem
 
-# MAX_TOPIC_CHARS (socialgym.config, with the other limits): the longest topic label accepted,
-# in characters of the normalised form; longer strings are free text, not a topic (SPEC §6)
+MAX_TOPIC_CHARS = 64
+"""The longest topic label accepted, in characters of the normalised form; longer strings are
+free text, not a topic (SPEC §6). ``socialgym.config`` lists it with the other size limits."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def normalise_topic(topic: str) -> str:
+    """Topic strings are compared stripped and lower-cased (SPEC §2)."""
+    return topic.strip().lower()
 
 
 def topic_problem(topic: str) -> str | None:

@@ -86,6 +86,17 @@ class FunctionRecommender(Recommender):
         return np.asarray(self.fn(request, rng))
 
 
+def as_recommender(spec: Any) -> Recommender:
+    """An object with ``recommend`` as it is; a plain function ``f(request, rng) -> ids`` wrapped
+    in a :class:`FunctionRecommender`. (Names are resolved by ``registry.make_recommender``.)"""
+    if hasattr(spec, "recommend"):
+        return spec
+    if callable(spec):
+        return FunctionRecommender(spec)
+    raise TypeError(f"expected a built recommender (an object with recommend(request, rng)) or a function "
+                    f"f(request, rng) -> ids; got {spec!r}")
+
+
 def top_k_excluding_own(ranked: np.ndarray, viewers: np.ndarray, authors: np.ndarray, k: int) -> np.ndarray:
     """Per viewer, the first ``k`` ids of one global ranking that the viewer did not author.
 

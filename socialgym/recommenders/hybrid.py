@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -10,8 +11,9 @@ from socialgym.recommenders.scored import ScoredRecommender
 
 
 class Hybrid(ScoredRecommender):
-    """``Hybrid({"mf": 0.6, "popularity": 0.2, "social": 0.2})`` — or component objects as keys'
-    values via ``Hybrid([(MatrixFactorization(), 0.6), (Popularity(), 0.4)])``.
+    """``Hybrid([(MatrixFactorization(), 0.6), (Popularity(), 0.4)])`` (or ``{recommender:
+    weight}``): built scored recommenders with their weights. By name, as in a config:
+    ``make_recommender("hybrid", components={"mf": 0.6, "popularity": 0.2, "social": 0.2})``.
 
     Scores live on different scales (logits, like counts, tie weights), so each component's
     scores are standardised per viewer over that viewer's candidates (mean 0, sd 1; a constant
@@ -24,18 +26,18 @@ class Hybrid(ScoredRecommender):
 
     def __init__(self, components: Any, **kwargs) -> None:
         super().__init__(**kwargs)
-        from socialgym.recommenders import make_recommender
-        pairs = list(components.items()) if isinstance(components, dict) else list(components)
+        pairs = list(components.items()) if isinstance(components, Mapping) else list(components)
         if not pairs:
             raise ValueError("Hybrid needs at least one (recommender, weight) component")
         self.components: list[tuple[ScoredRecommender, float]] = []
-        for spec, weight in pairs:
-            rec = make_recommender(spec)
+        for rec, weight in pairs:
             if not isinstance(rec, ScoredRecommender):
+                hint = (f" (a name: make_recommender('hybrid', components={{{rec!r}: ...}}))"
+                        if isinstance(rec, str) else "")
                 raise TypeError(f"Hybrid components must be scored recommenders (popularity, "
-                                f"topic_affinity, social, mf, or a ScoredRecommender); got {spec!r}")
+                                f"topic_affinity, social, mf, or a ScoredRecommender); got {rec!r}{hint}")
             if not np.isfinite(weight):
-                raise ValueError(f"Hybrid weight for {spec!r} must be finite, got {weight}")
+                raise ValueError(f"Hybrid weight for {rec.name!r} must be finite, got {weight}")
             self.components.append((rec, float(weight)))
 
     def score(self, request, viewers, cand):

@@ -1,6 +1,6 @@
 """Re-ranking interventions, composable on top of any recommender.
 
-Each wraps a recommender and changes its lists; wrappers nest
+Each wraps a built recommender and changes its lists; wrappers nest
 (``StancePenalty(RandomReplacement(MatrixFactorization(), n=1), stances, 0.4)``). Every
 wrapper counts what it did: ``last`` (the latest call) and ``counts`` (cumulative), which the
 environment copies into ``infos``/``last_round`` so runs can check and log the dose.
@@ -24,16 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender
+from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender, as_recommender
 from socialgym.rowops import first_per_row, repeats_in_rows
 
 
 class Reranker(Recommender):
-    """Base of the wrappers: delegates learning and state to the wrapped recommender."""
+    """Base of the wrappers: delegates learning and state to the wrapped recommender (a built
+    one, or a function ``f(request, rng) -> ids``; by name: ``apply_reranking`` or
+    ``make_recommender``)."""
 
     def __init__(self, base: Any, phases: tuple[str, ...] = ("act",)) -> None:
-        from socialgym.recommenders import make_recommender
-        self.base = make_recommender(base)
+        if isinstance(base, str):
+            raise TypeError(f"{type(self).__name__} wraps a built recommender, got the name {base!r}: "
+                            f"pass make_recommender({base!r})")
+        self.base = as_recommender(base)
         bad = set(phases) - {"act", "vote"}
         if bad:
             raise ValueError(f"phases must be among ('act', 'vote'), got {sorted(bad)}")

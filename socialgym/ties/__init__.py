@@ -7,7 +7,8 @@ from socialgym.ties.dynamics import (
     LogisticEvidence, TieDynamics, TieScorer, TieSignals, TieUpdate,
 )
 from socialgym.ties.pairs import PairTable
-from socialgym.ties.seeding import different_interest_ties, main_interests
+from socialgym.platform.population import main_interests
+from socialgym.ties.seeding import different_interest_ties
 
 
 def make_tie_scorer(spec, evidence_weights):

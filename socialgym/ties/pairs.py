@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from socialgym.platform.population import seed_graph_pairs
+
 
 class PairTable:
     def __init__(self, n: int, keys: np.ndarray | None = None, values: np.ndarray | None = None) -> None:
@@ -18,17 +20,8 @@ class PairTable:
 
     @classmethod
     def from_matrix(cls, matrix, n: int) -> "PairTable":
-        coo = sp.coo_matrix(matrix)
-        if coo.shape != (n, n):
-            raise ValueError(f"seed_graph must be {n} x {n}, got {coo.shape}")
-        coo.sum_duplicates()
-        off_diag = (coo.row != coo.col) & (coo.data != 0)
-        keys = coo.row[off_diag].astype(np.int64, copy=False) * n + coo.col[off_diag]
-        values = coo.data[off_diag].astype(np.float64, copy=False)
-        if not np.all(np.isfinite(values)) or values.min(initial=0) < 0 or values.max(initial=0) > 1:
-            raise ValueError("seed_graph weights must lie in [0, 1]")
-        order = np.argsort(keys)
-        return cls(n, keys[order], values[order])
+        """The seed graph (checked and made sparse by ``platform.population``) as a table."""
+        return cls(n, *seed_graph_pairs(matrix, n))
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -9,25 +9,6 @@ import numpy as np
 from socialgym.rowops import first_per_row, repeats_in_rows
 
 
-def main_interests(interests: Any, n_agents: int) -> np.ndarray:
-    """Integer interest label per agent from an (n, K) preference matrix (its argmax) or from
-    n labels (any hashable values)."""
-    arr = np.asarray(interests, dtype=object if not _numeric(interests) else None)
-    if arr.ndim == 2:
-        if arr.shape[0] != n_agents:
-            raise ValueError(f"agent_interests has {arr.shape[0]} rows for {n_agents} agents")
-        values = arr.astype(np.float64)
-        if not np.all(np.isfinite(values)) or (values < 0).any():
-            raise ValueError("agent_interests (a preference matrix) must be finite and >= 0")
-        return values.argmax(axis=1)
-    if arr.ndim == 1:
-        if len(arr) != n_agents:
-            raise ValueError(f"agent_interests has {len(arr)} labels for {n_agents} agents")
-        _, codes = np.unique(arr.astype(str), return_inverse=True)
-        return codes
-    raise ValueError("agent_interests must be an (n_agents, n_topics) matrix or n_agents labels")
-
-
 def different_interest_ties(interests: Any, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """For every agent, ``m`` distinct agents whose main interest differs, chosen uniformly.
 
@@ -57,10 +38,3 @@ def different_interest_ties(interests: Any, m: int, rng: np.random.Generator) ->
         dst = np.concatenate([dst[keep], *extra_dst])
     keys = np.unique(np.concatenate([src * n + dst, dst * n + src]))
     return keys // n, keys % n
-
-
-def _numeric(values: Any) -> bool:
-    try:
-        return np.asarray(values).dtype.kind in "biuf"
-    except (TypeError, ValueError):
-        return False

@@ -66,6 +66,14 @@ def load_discussions(run_dir: str | Path) -> dict:
             "discussions": records, "summary": summary, "moderator": MODERATOR, "notices": notices}
 
 
+def _invalid_line(record: Any) -> str:
+    """An invalid-action record as one line: ``field: reason`` (records are dicts; older files
+    hold the message string)."""
+    if isinstance(record, dict) and "field" in record and "reason" in record:
+        return f"{record['field']}: {record['reason']}"
+    return record if isinstance(record, str) else json.dumps(record)
+
+
 def _record(rec: dict) -> dict:
     turns = []
     for t in rec["turns"]:
@@ -81,7 +89,7 @@ def _record(rec: dict) -> dict:
         row["banned"] = [str(u) for u in row["banned"]]
         row["toxicity"], row["argument_quality"] = _num(row["toxicity"]), _num(row["argument_quality"])
         if row["invalid"]:
-            row["invalid"] = [x if isinstance(x, str) else json.dumps(x) for x in row["invalid"]]
+            row["invalid"] = [_invalid_line(x) for x in row["invalid"]]
         turns.append(row)
     users = rec.get("users") if isinstance(rec.get("users"), dict) else {}
     roles = rec.get("roles") if isinstance(rec.get("roles"), dict) else {}

@@ -19,6 +19,7 @@ import copy
 import math
 import re
 import string
+import warnings
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,37 @@ class CommentText(spaces.Text):
 
     def __repr__(self) -> str:
         return f"CommentText({self.max_length})"
+
+
+class InvalidRecord(dict):
+    """Why an action was invalid (lenient mode), in ``infos[agent]["invalid"]`` and the turn
+    log: a dict like the feed environment's records, ``{"agent", "turn", "field", "reason"}``.
+
+    ``str(record)`` is the message a strict error names ("user_0, turn 3, text: ..."). Records
+    were that string before they were dicts; comparing one with a string or looking for a
+    substring in it still reads the message, with a DeprecationWarning (use ``record["reason"]``).
+    """
+
+    def __str__(self) -> str:
+        return f"{self['agent']}, turn {self['turn']}, {self['field']}: {self['reason']}"
+
+    def _as_message(self) -> str:
+        warnings.warn("reading an invalid-action record as a string is deprecated: records are dicts "
+                      "{agent, turn, field, reason}", DeprecationWarning, stacklevel=3)
+        return str(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self._as_message() == other if isinstance(other, str) else dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __contains__(self, item: object) -> bool:
+        if dict.__contains__(self, item):
+            return True
+        return isinstance(item, str) and item in self._as_message()
+
+    __hash__ = None      # a dict
 
 
 class DiscussionEnv(AECEnv):
@@ -174,7 +206,7 @@ class DiscussionEnv(AECEnv):
             self._was_dead_step(action)
             self._set_view()
             return
-        invalid: list[str] = []
+        invalid: list[InvalidRecord] = []
         # validate first: a strict error leaves the environment as it was
         if agent == self.moderator:
             parsed = self._parse_moderator(action, invalid)
@@ -263,13 +295,13 @@ class DiscussionEnv(AECEnv):
         return self.users[int(pick)]
 
     # ------------------------------------------------------------------ actions
-    def _fail(self, agent: str, field: str, message: str, invalid: list[str]) -> None:
-        text = f"{agent}, turn {self.turn + 1}, {field}: {message}"
-        if self.config.invalid == "strict":
-            raise ValueError(f"invalid action by {text}")
-        invalid.append(text)
+    def _fail(self, agent: str, field: str, message: str, invalid: list[InvalidRecord]) -> None:
+        record = InvalidRecord(agent=agent, turn=self.turn + 1, field=field, reason=message)
+        if self.config.invalid_actions == "strict":
+            raise ValueError(f"invalid action by {record}")
+        invalid.append(record)
 
-    def _text(self, agent: str, text: Any, invalid: list[str]) -> str:
+    def _text(self, agent: str, text: Any, invalid: list[InvalidRecord]) -> str:
         if text is None:
             return ""
         if not isinstance(text, str):
@@ -286,7 +318,7 @@ class DiscussionEnv(AECEnv):
             text = text[:limit]
         return text.strip()
 
-    def _mentions(self, agent: str, text: str, explicit: Any, invalid: list[str]) -> list[str]:
+    def _mentions(self, agent: str, text: str, explicit: Any, invalid: list[InvalidRecord]) -> list[str]:
         names = [self._agent_of[m] for m in _MENTION.findall(text) if m in self._agent_of]
         if explicit is not None:
             if isinstance(explicit, str) or not hasattr(explicit, "__iter__"):
@@ -299,7 +331,7 @@ class DiscussionEnv(AECEnv):
                     names.append(target)
         return [m for m in dict.fromkeys(names) if m != agent]
 
-    def _parse_user(self, agent: str, action: Any, invalid: list[str]) -> tuple[str, list[str]]:
+    def _parse_user(self, agent: str, action: Any, invalid: list[InvalidRecord]) -> tuple[str, list[str]]:
         explicit = None
         if isinstance(action, dict):
             unknown = sorted(set(action) - {"text", "mentions"})
@@ -316,7 +348,7 @@ class DiscussionEnv(AECEnv):
         mentions = self._mentions(agent, text, explicit, invalid)   # checked even for a pass
         return text, (mentions if text else [])
 
-    def _targets(self, field: str, value: Any, invalid: list[str]) -> list[str]:
+    def _targets(self, field: str, value: Any, invalid: list[InvalidRecord]) -> list[str]:
         """warn/ban targets: None or 0 (nobody), a user index + 1 (the Discrete encoding), a
         username or agent id, or a list of these; each must be a user still in the discussion."""
         if value is None:
@@ -341,7 +373,7 @@ class DiscussionEnv(AECEnv):
                 out.append(user)
         return out
 
-    def _parse_moderator(self, action: Any, invalid: list[str]):
+    def _parse_moderator(self, action: Any, invalid: list[InvalidRecord]):
         if isinstance(action, str):
             action = {"text": action}
         if not isinstance(action, dict):
