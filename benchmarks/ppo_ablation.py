@@ -75,7 +75,8 @@ def markdown(data: dict) -> str:
                   f"{meta['train_seed']}; mean episode return per agent ± 95 % t-interval over {meta['episodes']} "
                   f"held-out episodes (seeds {meta['seed']}–{meta['seed'] + meta['episodes'] - 1}). One training "
                   f"run per variant, so a difference smaller than the intervals says little. Measured by "
-                  f"`benchmarks/ppo_ablation.py` in {meta['seconds'] / 60:.0f} min on {meta['machine']}."]
+                  f"`benchmarks/ppo_ablation.py` in {meta['seconds'] / 60:.0f} min on {meta['machine']}; training "
+                  "times are wall-clock with other jobs sharing the cores, so compare them only roughly."]
     return "\n".join(lines)
 
 
@@ -88,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=Path("runs/ablation"))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--docs-only", action="store_true",
+                        help="train nothing: write the docs section from --out (an earlier run's results)")
     args = parser.parse_args(argv)
+    if args.docs_only:
+        print(f"written to {write_section('training.md', 'training-ablation', markdown(json.loads(args.out.read_text())))}")
+        return 0
     from socialgym.baselines import GreedyPolicy, RandomPolicy
     from socialgym.experiments.evaluate import evaluate
 
