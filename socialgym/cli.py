@@ -19,6 +19,7 @@ from pathlib import Path
 
 from socialgym.agents.demo import COMPACT_POLICY
 from socialgym.llm.text import GENERATION_MODES
+from socialgym.platform.actions import CONTENT_TYPES
 
 DEMO_CONFIG = {
     "seed": 0,
@@ -214,7 +215,7 @@ def _print_text_quality(out: Path) -> None:
     except FileNotFoundError:
         return
     events = (json.loads(line) for line in (Path(out) / "events.jsonl").read_text().splitlines())
-    q = english_share([e["text"] for e in events if e.get("kind") in ("POST", "COM", "DM")], words)
+    q = english_share([e["text"] for e in events if e.get("kind") in CONTENT_TYPES], words)
     if q["texts"]:
         print(f"texts: {q['english_like']} of {q['texts']} English-like ({100 * q['share']:.0f} %)")
 

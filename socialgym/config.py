@@ -16,7 +16,7 @@ import numpy as np
 
 from socialgym.platform.population import main_interests, seed_graph_pairs
 from socialgym.platform.topics import MAX_TOPIC_CHARS, normalise_topic, topic_problem
-from socialgym.platform.validation import check_seed
+from socialgym.platform.validation import check_finite, check_int, check_range, check_seed, show
 
 REWARD_NAMES: tuple[str, ...] = ("SOC", "INF", "PRE", "COORD", "EMO")
 DEFAULT_TOPICS: tuple[str, ...] = (
@@ -130,7 +130,7 @@ class FeedConfig:
             elif isinstance(steps, (Mapping, str)) or callable(steps):
                 steps = (steps,)
             elif not isinstance(steps, (list, tuple)):
-                raise TypeError(f"rerank must be a list of steps, got {_show(steps)}")
+                raise TypeError(f"rerank must be a list of steps, got {show(steps)}")
             kwargs["rerank"] = tuple(steps)
         if kwargs.get("recommender_kwargs") is None:
             kwargs.pop("recommender_kwargs", None)
@@ -151,58 +151,57 @@ class FeedConfig:
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         check_seed(self.seed, "seed")
-        _int_in("n_agents", self.n_agents, 2, MAX_AGENTS, "MAX_AGENTS")
-        _int_in("n_actions", self.n_actions, 1, MAX_ACTIONS, "MAX_ACTIONS")
-        _int_in("max_rounds", self.max_rounds, 1, MAX_ROUNDS, "MAX_ROUNDS")
-        _int_in("feed_size", self.feed_size, 1, MAX_FEED_SIZE, "MAX_FEED_SIZE")
-        _int_in("vote_feed_size", self.vote_feed_size, 1, MAX_FEED_SIZE, "MAX_FEED_SIZE")
-        _int_in("dm_inbox_size", self.dm_inbox_size, 1, MAX_FEED_SIZE, "MAX_FEED_SIZE")
-        _int_in("max_topics", self.max_topics, 1, MAX_TOPICS, "MAX_TOPICS")
-        _int_in("max_text_chars", self.max_text_chars, 0, MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
+        for name, low, high, limit in (
+                ("n_agents", 2, MAX_AGENTS, "MAX_AGENTS"), ("n_actions", 1, MAX_ACTIONS, "MAX_ACTIONS"),
+                ("max_rounds", 1, MAX_ROUNDS, "MAX_ROUNDS"), ("feed_size", 1, MAX_FEED_SIZE, "MAX_FEED_SIZE"),
+                ("vote_feed_size", 1, MAX_FEED_SIZE, "MAX_FEED_SIZE"),
+                ("dm_inbox_size", 1, MAX_FEED_SIZE, "MAX_FEED_SIZE"), ("max_topics", 1, MAX_TOPICS, "MAX_TOPICS"),
+                ("max_text_chars", 0, MAX_TEXT_CHARS, "MAX_TEXT_CHARS")):
+            check_int(name, getattr(self, name), low, high, limit=limit)
         _check_topics(self.topics)
         for name in ("exposure_in_infos", "action_masks"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {_show(getattr(self, name))}")
+                raise TypeError(f"{name} must be True or False, got {show(getattr(self, name))}")
         _check_recommender(self.recommender, self.recommender_kwargs, self.rerank)
         if self.invalid_actions not in INVALID_MODES:
-            raise ValueError(f"invalid_actions must be one of {INVALID_MODES}, got {_show(self.invalid_actions)}")
+            raise ValueError(f"invalid_actions must be one of {INVALID_MODES}, got {show(self.invalid_actions)}")
         if self.obs_format not in OBS_FORMATS:
-            raise ValueError(f"obs_format must be one of {OBS_FORMATS}, got {_show(self.obs_format)}")
+            raise ValueError(f"obs_format must be one of {OBS_FORMATS}, got {show(self.obs_format)}")
         for name in ("b_soc", "b_inf", "b_pre", "b_coord"):
-            _float_in(name, getattr(self, name), 0.0, 1.0)
-        _finite("b_emo", self.b_emo)
-        _float_in("eps", self.eps, 0.0, math.inf, low_open=True)
-        _float_in("xi", self.xi, 0.0, 1.0, high_open=True)
-        _float_in("delta_max", self.delta_max, 0.0, math.inf)
-        _float_in("half_life", self.half_life, 0.0, math.inf, low_open=True)
-        _float_in("b_rec", self.b_rec, 0.0, 1.0)
-        _float_in("tie_prune_below", self.tie_prune_below, 0.0, 1.0)
+            check_range(name, getattr(self, name), 0.0, 1.0)
+        check_finite("b_emo", self.b_emo)
+        check_range("eps", self.eps, 0.0, math.inf, low_open=True)
+        check_range("xi", self.xi, 0.0, 1.0, high_open=True)
+        check_range("delta_max", self.delta_max, 0.0, math.inf)
+        check_range("half_life", self.half_life, 0.0, math.inf, low_open=True)
+        check_range("b_rec", self.b_rec, 0.0, 1.0)
+        check_range("tie_prune_below", self.tie_prune_below, 0.0, 1.0)
         unknown = sorted(set(self.evidence_weights) - set(DEFAULT_EVIDENCE_WEIGHTS))
         if unknown:
             raise ValueError(f"evidence_weights has unknown key(s) {unknown}; "
                              f"allowed: {sorted(DEFAULT_EVIDENCE_WEIGHTS)}")
         for key, value in self.evidence_weights.items():
-            _finite(f"evidence_weights[{key!r}]", value)
+            check_finite(f"evidence_weights[{key!r}]", value)
             if key != "bias" and value < 0:
                 raise ValueError(f"evidence_weights[{key!r}] must be >= 0 so that G_theta is "
                                  f"monotone non-decreasing in every signal, got {value}")
         if not (isinstance(self.sentiment, str) or callable(self.sentiment)):
             raise TypeError("sentiment must be 'vader', 'tone' or a callable str -> float")
         if isinstance(self.sentiment, str) and self.sentiment not in ("vader", "tone"):
-            raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {_show(self.sentiment)}")
+            raise ValueError(f"sentiment must be 'vader', 'tone' or a callable, got {show(self.sentiment)}")
         self.lambda_matrix()  # raises on malformed lambdas
         ts = self.tie_scorer
         if not (ts is None or ts == "logistic" or (isinstance(ts, Mapping) and ts.get("kind") in ("logistic", "llm"))
                 or callable(getattr(ts, "score", None))):
             raise ValueError("tie_scorer must be None/'logistic' (G_theta), {'kind': 'llm', <LLMClient "
-                             f"arguments>}} or an object with score(signals, env); got {_show(ts)}")
+                             f"arguments>}} or an object with score(signals, env); got {show(ts)}")
         if not isinstance(self.recommender_kwargs, Mapping):
             raise TypeError("recommender_kwargs must be a mapping of parameter names to values")
-        _int_in("soc_strategy", self.soc_strategy, 0, self.n_agents - 1, "n_agents - 1")
-        _float_in("soc_strategy_weight", self.soc_strategy_weight, 0.0, 1.0, low_open=True)
-        _int_in("exposure_window", self.exposure_window, 1, MAX_ROUNDS, "MAX_ROUNDS")
+        check_int("soc_strategy", self.soc_strategy, 0, self.n_agents - 1, limit="n_agents - 1")
+        check_range("soc_strategy_weight", self.soc_strategy_weight, 0.0, 1.0, low_open=True)
+        check_int("exposure_window", self.exposure_window, 1, MAX_ROUNDS, limit="MAX_ROUNDS")
         if self.cocoon_threshold is not None:
-            _float_in("cocoon_threshold", self.cocoon_threshold, 0.0, math.inf)
+            check_range("cocoon_threshold", self.cocoon_threshold, 0.0, math.inf)
         if self.soc_strategy and self.agent_interests is None:
             raise ValueError("soc_strategy needs agent_interests (a preference matrix or labels per agent)")
         if self.agent_interests is not None:
@@ -216,7 +215,7 @@ class FeedConfig:
             groups = self.agent_groups
             if isinstance(groups, (str, bytes, Mapping)) or not hasattr(groups, "__len__") \
                     or not hasattr(groups, "__getitem__"):
-                raise TypeError(f"agent_groups must be a sequence of {self.n_agents} labels, got {_show(groups)}")
+                raise TypeError(f"agent_groups must be a sequence of {self.n_agents} labels, got {show(groups)}")
             if len(groups) != self.n_agents:
                 raise ValueError(f"agent_groups has {len(groups)} labels for {self.n_agents} agents")
             if any(isinstance(g, (list, dict, set)) for g in groups):
@@ -248,7 +247,7 @@ class FeedConfig:
             ids = {a: i for i, a in enumerate(self.agent_ids)}
             for agent, weights in lam.items():
                 if agent not in ids:
-                    raise ValueError(f"lambdas names unknown agent {_show(agent)}")
+                    raise ValueError(f"lambdas names unknown agent {show(agent)}")
                 out[ids[agent]] = _lambda_row(weights, f"lambdas[{agent!r}]")
             return out
         try:
@@ -260,7 +259,7 @@ class FeedConfig:
         if arr is not None and arr.shape == (n, len(REWARD_NAMES)):
             return np.stack([_lambda_row(r, f"lambdas[{i}]") for i, r in enumerate(arr)])
         raise ValueError("lambdas must be None, a 5-vector (SOC, INF, PRE, COORD, EMO), "
-                         f"a dict agent -> weights, or an ({n}, 5) array; got {_show(lam)}")
+                         f"a dict agent -> weights, or an ({n}, 5) array; got {show(lam)}")
 
 
 def _lambda_row(weights: Any, where: str) -> np.ndarray:
@@ -273,34 +272,34 @@ def _lambda_row(weights: Any, where: str) -> np.ndarray:
         try:
             row = np.asarray(weights, dtype=float).reshape(-1)
         except (TypeError, ValueError):
-            raise ValueError(f"{where} must be 5 numbers (SOC, INF, PRE, COORD, EMO), got {_show(weights)}")
+            raise ValueError(f"{where} must be 5 numbers (SOC, INF, PRE, COORD, EMO), got {show(weights)}")
         if row.shape != (len(REWARD_NAMES),):
-            raise ValueError(f"{where} must have 5 entries (SOC, INF, PRE, COORD, EMO), got {_show(weights)}")
+            raise ValueError(f"{where} must have 5 entries (SOC, INF, PRE, COORD, EMO), got {show(weights)}")
     if not np.all(np.isfinite(row)) or np.any(row < 0) or abs(row.sum() - 1.0) > 1e-6:
-        raise ValueError(f"{where} must be non-negative and sum to 1 (the simplex), got {_show(row.tolist())}")
+        raise ValueError(f"{where} must be non-negative and sum to 1 (the simplex), got {show(row.tolist())}")
     return row
 
 
 def _topic_tuple(topics: Any) -> tuple[str, ...]:
     """The normalised topics; empty lists, non-strings and repeats are errors (not dropped)."""
     if isinstance(topics, str) or not isinstance(topics, Sequence):
-        raise TypeError(f"topics must be a list of strings, got {_show(topics)}")
+        raise TypeError(f"topics must be a list of strings, got {show(topics)}")
     if len(topics) > MAX_TOPICS:
         raise ValueError(f"topics has {len(topics)} entries, more than MAX_TOPICS = {MAX_TOPICS}")
     out: list[str] = []
     for t in topics:
         if not isinstance(t, str) or not normalise_topic(t):
-            raise ValueError(f"topics must be non-empty strings, got {_show(t)}")
+            raise ValueError(f"topics must be non-empty strings, got {show(t)}")
         key = normalise_topic(t)
         if key in out:
-            raise ValueError(f"topics lists {_show(key)} twice (topics are compared stripped and lower-cased)")
+            raise ValueError(f"topics lists {show(key)} twice (topics are compared stripped and lower-cased)")
         out.append(key)
     return tuple(out)
 
 
 def _check_topics(topics: Any) -> None:
     if not isinstance(topics, tuple):
-        raise TypeError(f"topics must be a list of strings, got {_show(topics)}")
+        raise TypeError(f"topics must be a list of strings, got {show(topics)}")
     # an empty vocabulary is allowed here (agents then introduce every topic, SPEC §2); the
     # experiment configs reject it, since scripted and trained policies need topics to post on
     if len(topics) > MAX_TOPICS:
@@ -308,13 +307,13 @@ def _check_topics(topics: Any) -> None:
     seen: set[str] = set()
     for i, t in enumerate(topics):
         if not isinstance(t, str) or not normalise_topic(t):
-            raise ValueError(f"topics must be non-empty strings, got {_show(t)}")
+            raise ValueError(f"topics must be non-empty strings, got {show(t)}")
         key = normalise_topic(t)
         if len(key) > MAX_TOPIC_CHARS:
             raise ValueError(f"topics[{i}] has {len(key)} characters, more than MAX_TOPIC_CHARS = "
-                             f"{MAX_TOPIC_CHARS}: {_show(t)}")
+                             f"{MAX_TOPIC_CHARS}: {show(t)}")
         if key in seen:
-            raise ValueError(f"topics lists {_show(key)} twice (topics are compared stripped and lower-cased)")
+            raise ValueError(f"topics lists {show(key)} twice (topics are compared stripped and lower-cased)")
         seen.add(key)
         problem = topic_problem(key)
         if problem:
@@ -326,64 +325,28 @@ def _check_recommender(recommender: Any, kwargs: Any, rerank: Any) -> None:
     when the config is made, not when the environment is built."""
     if isinstance(recommender, str):
         if recommender not in RECOMMENDER_NAMES:
-            raise ValueError(f"recommender: unknown recommender {_show(recommender)}; available: "
+            raise ValueError(f"recommender: unknown recommender {show(recommender)}; available: "
                              f"{', '.join(sorted(RECOMMENDER_NAMES))}")
     elif not (callable(recommender) or hasattr(recommender, "recommend")):
         raise TypeError(f"recommender must be a name ({', '.join(sorted(RECOMMENDER_NAMES))}), an object with "
-                        f"recommend(request, rng), or a function; got {_show(recommender)}")
+                        f"recommend(request, rng), or a function; got {show(recommender)}")
     if kwargs and not isinstance(recommender, str):
         raise TypeError("recommender_kwargs apply only to a recommender given by name")
     if isinstance(kwargs, Mapping) and any(not isinstance(k, str) for k in kwargs):
-        raise TypeError(f"recommender_kwargs keys must be parameter names, got {_show(list(kwargs))}")
+        raise TypeError(f"recommender_kwargs keys must be parameter names, got {show(list(kwargs))}")
     if not isinstance(rerank, tuple):
-        raise TypeError(f"rerank must be a list of steps, got {_show(rerank)}")
+        raise TypeError(f"rerank must be a list of steps, got {show(rerank)}")
     for i, step in enumerate(rerank):
         if callable(step):
             continue
         if not isinstance(step, Mapping) or "kind" not in step:
             raise TypeError(f"rerank[{i}]: a rerank step must be a dict with 'kind' (one of "
-                            f"{', '.join(sorted(RERANK_KINDS))}) or a callable; got {_show(step)}")
+                            f"{', '.join(sorted(RERANK_KINDS))}) or a callable; got {show(step)}")
         if not isinstance(step["kind"], str) or step["kind"] not in RERANK_KINDS:
-            raise ValueError(f"rerank[{i}].kind: unknown rerank kind {_show(step['kind'])}; available: "
+            raise ValueError(f"rerank[{i}].kind: unknown rerank kind {show(step['kind'])}; available: "
                              f"{', '.join(sorted(RERANK_KINDS))}")
         if any(not isinstance(k, str) for k in step):
-            raise TypeError(f"rerank[{i}] keys must be parameter names, got {_show(list(step))}")
-
-
-def _show(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters (error messages stay one short line)."""
-    try:
-        text = repr(value)
-    except Exception:                            # noqa: BLE001 -- a broken __repr__
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _int_at_least(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {_show(value)}")
-
-
-def _int_in(name: str, value: Any, low: int, high: int, limit: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer >= {low} and <= {high} ({limit}), got {_show(value)}")
-
-
-def _finite(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-            or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {_show(value)}")
-
-
-def _float_in(name: str, value: Any, low: float, high: float, *,
-              low_open: bool = False, high_open: bool = False) -> None:
-    _finite(name, value)
-    ok_low = value > low if low_open else value >= low
-    ok_high = value < high if high_open else value <= high
-    if not (ok_low and ok_high):
-        lb = "(" if low_open else "["
-        hb = ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {lb}{low}, {high}{hb}, got {_show(value)}")
+            raise TypeError(f"rerank[{i}] keys must be parameter names, got {show(list(step))}")
 
 
 SentimentFn = Callable[[str], float]

@@ -15,7 +15,8 @@ import scipy.sparse as sp
 
 wandb = pytest.importorskip("wandb")
 
-from socialgym.experiments.wandb_log import WandbLogger, sanitize_config  # noqa: E402
+from socialgym.experiments.wandb_log import WandbLogger  # noqa: E402
+from socialgym.llm.sanitize import drop_secrets as sanitize_config  # noqa: E402
 
 SETTINGS = {"project": "socialgym-test", "mode": "offline", "tags": ["t"], "sample_posts": 2, "graph_every": 2}
 CONFIG = {"seed": 1, "llm": {"api_key": "sk-test-SECRET-456", "model": "m", "nested": [{"Auth_Token": "x"}]}}

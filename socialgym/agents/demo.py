@@ -13,7 +13,6 @@ chosen from a list, short item lists.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from socialgym.agents.coach import Coach
 from socialgym.agents.llm_policy import LLMPolicy
 from socialgym.agents.persona import generate_personas, lambdas_matrix
 from socialgym.config import REWARD_NAMES
-from socialgym.llm import LLMClient, local_server
+from socialgym.llm import open_client
 
 
 # What a 135M-parameter model on two CPU cores needs (docs/llm.md): split generation (closed
@@ -58,53 +57,48 @@ class DemoArgs:
 
 def run(args: DemoArgs) -> dict:
     personas = generate_personas(args.agents, seed=args.seed)
-    server = local_server() if args.base_url is None else contextlib.nullcontext()
     start = time.perf_counter()
-    with server as srv:
-        base_url = args.base_url or srv.base_url
-        model = args.model or srv.model
-        api_key = srv.api_key if srv is not None else None
-        with LLMClient(base_url, model, api_key=api_key, max_concurrency=args.max_concurrency,
-                       temperature=0.7, seed=args.seed, cache=args.cache, local=args.base_url is None) as client:
-            policy = LLMPolicy(client, personas, coach=Coach(client) if args.coach else None, **COMPACT_POLICY)
-            scorer = None
-            if args.tie_scorer == "llm":
-                from socialgym.ties.llm_scorer import LLMTieScorer
-                scorer = LLMTieScorer(client, personas=dict(zip([f"agent_{i}" for i in range(args.agents)], personas)))
-            env = socialgym.parallel_env(n_agents=args.agents, max_rounds=args.rounds, n_actions=args.n_actions,
-                                         recommender="random", feed_size=4, vote_feed_size=3,
-                                         lambdas=lambdas_matrix(personas), tie_scorer=scorer, seed=args.seed)
-            obs, _ = env.reset(seed=args.seed)
-            print(f"socialgym LLM demo: {args.agents} agents, {args.rounds} rounds, model {model} "
-                  f"({client.mode or client.structured} structured output)")
-            print(f"{'round':>5} " + " ".join(f"{r:>6}" for r in REWARD_NAMES) + f" {'total':>6} {'ties':>5} "
-                  f"{'secs':>6} {'tokens':>7}")
-            while env.agents:
-                t0, tok0 = time.perf_counter(), client.usage.total()["completion_tokens"]
-                obs, _, _, _, _ = env.step(policy.act(obs))
-                obs, _, _, _, _ = env.step(policy.act(obs))
-                rec = env.unwrapped.last_round
-                t = client.usage.total()
-                print(f"{rec.round:>5} " + " ".join(f"{v:6.3f}" for v in rec.components.mean(axis=0)) +
-                      f" {rec.totals.mean():6.3f} {env.unwrapped.tie_matrix().nnz:>5} "
-                      f"{time.perf_counter() - t0:6.1f} {t['completion_tokens'] - tok0:>7}")
-            last = env.unwrapped.round_transcript()
-            sample = [e for e in last if e["kind"] != "VOTE"][:3]
-            per = client.usage.per_agent_round()
-            total = client.usage.total()
-            elapsed = time.perf_counter() - start
-            print("sample of the last round:")
-            for e in sample:
-                print(f"  {e['sender']} {e['kind']}{' -> ' + e['recipient'] if e['recipient'] else ''}"
-                      f" [{e['topic']}]: {e['text'][:100]}")
-            print(f"per agent-round: {per['requests']:.2f} requests, {per['prompt_tokens']:.0f} prompt tokens, "
-                  f"{per['completion_tokens']:.0f} completion tokens, "
-                  f"{elapsed / max(1, per['agent_rounds']):.2f} s")
-            print(f"total: {total['requests']} requests ({total['cached']} from cache), {total['repairs']} "
-                  f"re-prompts, {total['fallbacks']} fallbacks, {elapsed:.1f} s")
-            for f in client.usage.fallback_rows()[:5]:
-                print(f"  fallback: {f['agent']} round {f['round']} {f['purpose']} slot {f['slot']}: {f['reason'][:120]}")
-            return {"seconds": elapsed, "per_agent_round": per, "total": total}
+    with open_client(args.base_url, args.model, max_concurrency=args.max_concurrency, temperature=0.7,
+                     seed=args.seed, cache=args.cache) as client:
+        policy = LLMPolicy(client, personas, coach=Coach(client) if args.coach else None, **COMPACT_POLICY)
+        scorer = None
+        if args.tie_scorer == "llm":
+            from socialgym.ties.llm_scorer import LLMTieScorer
+            scorer = LLMTieScorer(client, personas=dict(zip([f"agent_{i}" for i in range(args.agents)], personas)))
+        env = socialgym.parallel_env(n_agents=args.agents, max_rounds=args.rounds, n_actions=args.n_actions,
+                                     recommender="random", feed_size=4, vote_feed_size=3,
+                                     lambdas=lambdas_matrix(personas), tie_scorer=scorer, seed=args.seed)
+        obs, _ = env.reset(seed=args.seed)
+        print(f"socialgym LLM demo: {args.agents} agents, {args.rounds} rounds, model {client.model} "
+              f"({client.mode or client.structured} structured output)")
+        print(f"{'round':>5} " + " ".join(f"{r:>6}" for r in REWARD_NAMES) + f" {'total':>6} {'ties':>5} "
+              f"{'secs':>6} {'tokens':>7}")
+        while env.agents:
+            t0, tok0 = time.perf_counter(), client.usage.total()["completion_tokens"]
+            obs, _, _, _, _ = env.step(policy.act(obs))
+            obs, _, _, _, _ = env.step(policy.act(obs))
+            rec = env.unwrapped.last_round
+            t = client.usage.total()
+            print(f"{rec.round:>5} " + " ".join(f"{v:6.3f}" for v in rec.components.mean(axis=0)) +
+                  f" {rec.totals.mean():6.3f} {env.unwrapped.tie_matrix().nnz:>5} "
+                  f"{time.perf_counter() - t0:6.1f} {t['completion_tokens'] - tok0:>7}")
+        last = env.unwrapped.round_transcript()
+        sample = [e for e in last if e["kind"] != "VOTE"][:3]
+        per = client.usage.per_agent_round()
+        total = client.usage.total()
+        elapsed = time.perf_counter() - start
+        print("sample of the last round:")
+        for e in sample:
+            print(f"  {e['sender']} {e['kind']}{' -> ' + e['recipient'] if e['recipient'] else ''}"
+                  f" [{e['topic']}]: {e['text'][:100]}")
+        print(f"per agent-round: {per['requests']:.2f} requests, {per['prompt_tokens']:.0f} prompt tokens, "
+              f"{per['completion_tokens']:.0f} completion tokens, "
+              f"{elapsed / max(1, per['agent_rounds']):.2f} s")
+        print(f"total: {total['requests']} requests ({total['cached']} from cache), {total['repairs']} "
+              f"re-prompts, {total['fallbacks']} fallbacks, {elapsed:.1f} s")
+        for f in client.usage.fallback_rows()[:5]:
+            print(f"  fallback: {f['agent']} round {f['round']} {f['purpose']} slot {f['slot']}: {f['reason'][:120]}")
+        return {"seconds": elapsed, "per_agent_round": per, "total": total}
 
 
 def main(argv: list[str] | None = None) -> None:

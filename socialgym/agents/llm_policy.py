@@ -53,6 +53,8 @@ from socialgym.llm.schemas import (
 )
 from socialgym.llm.text import GENERATION_MODES, clean_text, resolve_generation
 from socialgym.llm.usage import Fallback
+from socialgym.platform.actions import PUBLIC_TYPES
+from socialgym.platform.validation import check_int, is_int
 
 _MENTION = re.compile(r"@([A-Za-z0-9_\-]+)")
 SCHEMA_ID_MODES = ("auto", "enum", "validate")
@@ -85,11 +87,10 @@ class LLMPolicy:
             raise ValueError(f"schema_ids must be one of {SCHEMA_ID_MODES}, got {schema_ids!r}")
         for name, value in (("max_users", max_users), ("max_posts", max_posts), ("max_dms", max_dms),
                             ("max_vote_items", max_vote_items), ("max_topics", max_topics)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            if value is not None and (not is_int(value, numpy=False) or value < 1):
                 raise ValueError(f"{name} must be a positive integer or None (show all), got {value!r}")
         for name, value in (("item_chars", item_chars), ("text_chars", text_chars)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 10:
-                raise ValueError(f"{name} must be an integer >= 10, got {value!r}")
+            check_int(name, value, 10, numpy=False)
         self.client = client
         self.prompts = prompts or (coach.prompts if coach is not None else PromptSet())
         self.coach = coach
@@ -347,7 +348,7 @@ class LLMPolicy:
             return {"type": "NOT"}
         text = a.get("text") or ""
         out: dict = {"type": kind, "tone": a["tone"]}
-        if kind in ("POST", "COM"):
+        if kind in PUBLIC_TYPES:
             mention = a.get("mention")
             if mention and f"@{mention}" not in text:       # the plan asked for a literal @mention
                 text = f"@{mention} {text}".strip()

@@ -16,7 +16,6 @@ import csv
 import dataclasses
 import io
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
+from socialgym.platform.validation import is_number, show
 
 TRAITS = ("E", "A", "C", "N", "I")
 TRAIT_NAMES = {"E": "extraversion", "A": "agreeableness", "C": "conscientiousness",
@@ -83,40 +83,38 @@ class Persona:
         for key in ("name", "role", "stance", "style", "issue"):
             value = getattr(self, key)
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"persona {key} must be a non-empty string, got {_show(value)}")
+                raise ValueError(f"persona {key} must be a non-empty string, got {show(value)}")
         if not isinstance(self.description, str):
-            raise ValueError(f"persona {self.name}: description must be a string, got {_show(self.description)}")
+            raise ValueError(f"persona {self.name}: description must be a string, got {show(self.description)}")
         for key in ("big_five", "big_five_measured"):
             value = getattr(self, key)
             if value is None and key == "big_five_measured":
                 continue
             if not isinstance(value, Mapping):
                 raise ValueError(f"persona {self.name}: {key} must be a mapping of {TRAITS} to 1..5, "
-                                 f"got {_show(value)}")
+                                 f"got {show(value)}")
             for trait, score in dict(value).items():
                 if trait not in TRAITS:
-                    raise ValueError(f"persona {self.name}: {key}[{_show(trait)}] is not a trait; "
+                    raise ValueError(f"persona {self.name}: {key}[{show(trait)}] is not a trait; "
                                      f"big_five keys must be {TRAITS} with values in 1..5")
-                if isinstance(score, bool) or not isinstance(score, (int, float)) \
-                        or not math.isfinite(score) or not 1 <= score <= 5:
+                if not is_number(score, numpy=False) or not 1 <= score <= 5:
                     raise ValueError(f"persona {self.name}: {key}[{trait!r}] must be a number in [1, 5], "
-                                     f"got {_show(score)}")
+                                     f"got {show(score)}")
         if self.lambdas is not None:
             if not isinstance(self.lambdas, Mapping):
                 raise ValueError(f"persona {self.name}: lambdas must map {REWARD_NAMES} to non-negative "
-                                 f"weights summing to 1, got {_show(self.lambdas)}")
+                                 f"weights summing to 1, got {show(self.lambdas)}")
             values = list(self.lambdas.values())
             if set(self.lambdas) != set(REWARD_NAMES) \
-                    or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
-                           for v in values) \
+                    or any(not is_number(v, numpy=False) or v < 0 for v in values) \
                     or not abs(sum(values) - 1) <= 1e-6:
                 raise ValueError(f"persona {self.name}: lambdas must map {REWARD_NAMES} to non-negative "
-                                 f"weights summing to 1, got {_show(dict(self.lambdas), 160)}")
+                                 f"weights summing to 1, got {show(dict(self.lambdas), 160)}")
         interests = self.interests
         if isinstance(interests, (str, bytes, Mapping)) or not isinstance(interests, (list, tuple)) \
                 or not all(isinstance(t, str) and t.strip() for t in interests):
             raise ValueError(f"persona {self.name}: interests must be a list of non-empty strings, "
-                             f"got {_show(interests)}")
+                             f"got {show(interests)}")
         object.__setattr__(self, "interests", tuple(interests))
 
     def personality(self) -> str:
@@ -224,7 +222,7 @@ def load_personas(path: str | Path) -> list[Persona]:
         raise ValueError(f"{path} is not a file (a persona file is .json or .csv)")
     suffix = path.suffix.lower()
     if suffix not in (".json", ".csv"):
-        raise ValueError(f"{path}: persona files must be .json or .csv, got {_show(path.suffix or '(no suffix)')}")
+        raise ValueError(f"{path}: persona files must be .json or .csv, got {show(path.suffix or '(no suffix)')}")
     size = path.stat().st_size
     if size > MAX_PERSONA_FILE_BYTES:
         raise ValueError(f"{path} has {size} bytes, more than MAX_PERSONA_FILE_BYTES = {MAX_PERSONA_FILE_BYTES}")
@@ -240,7 +238,7 @@ def load_personas(path: str | Path) -> list[Persona]:
         except RecursionError:
             raise ValueError(f"{path}: not valid JSON: nested too deeply") from None
         except ValueError as err:            # e.g. an integer with more digits than Python reads
-            raise ValueError(f"{path}: not valid JSON: {_show(' '.join(str(err).split()), 200)}") from None
+            raise ValueError(f"{path}: not valid JSON: {show(' '.join(str(err).split()), 200)}") from None
         if not isinstance(rows, list):
             raise ValueError(f"{path}: expected a JSON list of persona objects, got a {type(rows).__name__}")
         personas = [_persona_from(row, f"{path} item {i}") for i, row in enumerate(rows)]
@@ -256,12 +254,6 @@ def load_personas(path: str | Path) -> list[Persona]:
     return personas
 
 
-def _show(value: Any, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for one-line error messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 _CSV_COLUMNS = {"name", "role", "description", "stance", "style", "interests", "issue", *TRAITS,
                 *(f"lambda_{r}" for r in REWARD_NAMES)}
 
@@ -271,7 +263,7 @@ def _csv_row(row: dict, where: str) -> dict:
         raise ValueError(f"{where}: more cells than the header has columns")
     unknown = sorted(str(k) for k in row if k not in _CSV_COLUMNS)
     if unknown:
-        raise ValueError(f"{where}: unknown column(s) {_show(unknown)}; known: {sorted(_CSV_COLUMNS)}")
+        raise ValueError(f"{where}: unknown column(s) {show(unknown)}; known: {sorted(_CSV_COLUMNS)}")
     row = {k: (v or "") for k, v in row.items()}     # short rows: the missing cells are None
     out: dict[str, Any] = {k: v for k, v in row.items()
                            if k in {"name", "role", "description", "stance", "style", "issue"} and v}
@@ -289,11 +281,11 @@ def _csv_row(row: dict, where: str) -> dict:
 
 def _persona_from(row: Any, where: str) -> Persona:
     if not isinstance(row, dict):
-        raise ValueError(f"{where}: expected an object, got {type(row).__name__} {_show(row)}")
+        raise ValueError(f"{where}: expected an object, got {type(row).__name__} {show(row)}")
     known = {f.name for f in dataclasses.fields(Persona)}
     unknown = set(row) - known
     if unknown:
-        raise ValueError(f"{where}: unknown persona field(s) {_show(sorted(map(str, unknown)))}; "
+        raise ValueError(f"{where}: unknown persona field(s) {show(sorted(map(str, unknown)))}; "
                          f"known: {sorted(known)}")
     try:
         return Persona(**{k: v for k, v in row.items() if v is not None or k == "lambdas"})

@@ -26,6 +26,7 @@ from socialgym.discussion.prompts import ANNOTATOR_ACTOR
 from socialgym.discussion.sdb import SDB, generate_sdbs, sdb_block
 from socialgym.llm.schemas import Checked
 from socialgym.llm.usage import Fallback
+from socialgym.platform.validation import is_int
 
 ANNOTATION_SCHEMA = {
     "type": "object",
@@ -47,7 +48,7 @@ def check_annotation(value) -> Checked:
         v = value.get(key)
         if isinstance(v, float) and v.is_integer():
             v = int(v)
-        if isinstance(v, bool) or not isinstance(v, int) or v not in SCALE:
+        if not is_int(v, numpy=False) or v not in SCALE:
             errors.append(f"{key} must be an integer from 1 to 5, got {v!r}")
         else:
             out[key] = v

@@ -19,6 +19,7 @@ import numpy as np
 
 from socialgym.envs.feed.encoding import FEED_ITEM_FEATURES, FIELDS, ActionLayout
 from socialgym.platform.actions import COM, NOT, POST, TONES
+from socialgym.platform.validation import is_int
 
 _TOPIC = FEED_ITEM_FEATURES.index("topic")
 _PRESENT = FEED_ITEM_FEATURES.index("present")
@@ -471,7 +472,7 @@ def _probability(name: str, value: Any) -> None:
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
 

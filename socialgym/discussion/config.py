@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 from socialgym.config import INVALID_MODES
 from socialgym.discussion.rewards import ModerationScores, check_role_rewards
 from socialgym.discussion.turn_taking import TURN_TAKING
+from socialgym.platform.validation import is_int
 
 ROLES = ("normal", "community", "troll")
 MODERATOR = "moderator"
@@ -85,14 +86,14 @@ class DiscussionConfig:
             return ValueError(f"discussion config {name} must be {want}, got {value!r}")
 
         n = self.n_users
-        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        if not is_int(n, numpy=False) or n < 2:
             raise bad("n_users", n, "an integer >= 2")
         for name, low in (("max_turns", 1), ("context_length", 1), ("comment_chars", 1)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            if not is_int(value, numpy=False) or value < low:
                 raise bad(name, value, f"an integer >= {low}")
         b = self.ban_after_warnings
-        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+        if b is not None and (not is_int(b, numpy=False) or b < 1):
             raise bad("ban_after_warnings", b, "None or an integer >= 1")
         if not isinstance(self.topic, str) or not self.topic.strip():
             raise bad("topic", self.topic, "a non-empty string")
@@ -101,7 +102,7 @@ class DiscussionConfig:
         if self.invalid_actions not in INVALID_MODES:
             raise bad("invalid_actions", self.invalid_actions, f"one of {INVALID_MODES}")
         s = self.seed
-        if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
+        if s is not None and (not is_int(s, numpy=False) or s < 0):
             raise bad("seed", s, "None or an integer >= 0")
         if isinstance(self.usernames, str):
             raise bad("usernames", self.usernames, f"a sequence of {n} names")

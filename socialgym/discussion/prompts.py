@@ -11,8 +11,9 @@ mapping so the prompt always states the rewards the environment is configured wi
 
 from __future__ import annotations
 
-import math
 from typing import Mapping
+
+from socialgym.platform.validation import check_finite
 
 # Strategies of §4.1, in the paper's order of baselines first.
 STRATEGIES: tuple[str, ...] = ("no_moderator", "no_instructions", "rules_only",
@@ -250,8 +251,7 @@ def _game_text(scores: Mapping[str, float]) -> str:
     lines = [_GAME_INTRO]
     for key, outcome in MODERATION_GAME_OUTCOMES.items():
         value = scores[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"moderation game score {key!r} must be a finite number, got {value!r}")
+        check_finite(f"moderation game score {key!r}", value, numpy=False)
         lines.append(f"- {outcome}: {format_points(value)}")
     return "\n".join(lines)
 

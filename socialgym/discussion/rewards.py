@@ -38,6 +38,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from socialgym.platform.validation import check_finite
+
 MODERATOR_TERMS = ("intervene", "warn", "ban", "toxic", "civil", "recovery")
 USER_TERMS = ("argument_quality", "toxicity", "provoked_toxicity", "warned", "banned")
 
@@ -64,9 +66,7 @@ class ModerationScores:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"moderation score {f.name} must be a finite number, got {value!r}")
+            check_finite(f"moderation score {f.name}", getattr(self, f.name), numpy=False)
         if not 1.0 <= self.toxic_threshold <= 5.0:
             raise ValueError(f"toxic_threshold must be within the 1..5 toxicity scale, got {self.toxic_threshold}")
         if self.authority_window < 0 or int(self.authority_window) != self.authority_window:
@@ -102,8 +102,7 @@ def check_role_rewards(role_rewards: Mapping[str, Mapping[str, float]] | None) -
         if unknown:
             raise ValueError(f"role_rewards[{role!r}] has unknown term(s) {unknown}; known: {list(USER_TERMS)}")
         for term, w in weights.items():
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
-                raise ValueError(f"role_rewards[{role!r}][{term!r}] must be a finite number, got {w!r}")
+            check_finite(f"role_rewards[{role!r}][{term!r}]", w, numpy=False)
         merged[role] = {**merged.get(role, {}), **{t: float(w) for t, w in weights.items()}}
     return merged
 

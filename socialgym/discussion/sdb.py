@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from socialgym.platform.validation import is_int
+
 UNKNOWN = "unknown"
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_\-]{1,32}$")  # usernames are used as @mentions
 MIN_AGE, MAX_AGE = 13, 100
@@ -148,7 +150,7 @@ def generate_sdbs(n: int, seed: int = 0, *, usernames: Sequence[str] | None = No
     employment are drawn among values plausible for the drawn age. Handles are unique
     adjective+noun+digits unless ``usernames`` (``n`` distinct names, used in order) is given.
     Background draws do not depend on ``usernames``, and a smaller ``n`` gives a prefix."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+    if not is_int(n) or n < 0:
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
     if usernames is None and n > _NAME_CAPACITY:
         raise ValueError(f"n={n} exceeds the {_NAME_CAPACITY} distinct generated handles; "

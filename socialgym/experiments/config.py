@@ -46,11 +46,13 @@ import yaml
 
 from socialgym.agents.persona import PERSONA_SETS
 from socialgym.config import MAX_AGENTS, MAX_FEED_SIZE, MAX_ROUNDS, MAX_TEXT_CHARS, MAX_TOPICS, FeedConfig
+from socialgym.llm.sanitize import drop_secrets
+from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- documented above
+from socialgym.platform.validation import is_int, is_number, show
 
 POLICY_KINDS = ("random", "greedy", "llm", "torch")
 BACKENDS = ("local", "ray")
 WANDB_MODES = ("online", "offline", "disabled")
-SECRET_KEY = re.compile(r"(api_key|token|secret|password)", re.IGNORECASE)
 
 # env sub-sections that flatten into FeedConfig keys (a spelling aid, not a second namespace)
 ENV_GROUPS = {
@@ -74,8 +76,6 @@ MAX_YAML_DEPTH = 64
 """Deepest nesting of lists and mappings."""
 MAX_MESSAGE_CHARS = 800
 """Longest error message (the one line a config error prints)."""
-MAX_SHOWN_CHARS = 80
-"""Longest value quoted in an error message (cut with "…")."""
 MAX_STRING_CHARS = 4096
 """Longest string in a typed field (names, URLs, paths)."""
 # ---- limits of the values (sizes of the environment: socialgym.config.MAX_AGENTS ...)
@@ -118,15 +118,6 @@ PARAM_LIMITS = {"dim": 4096, "epochs": 1000, "batch_size": 10_000_000, "replay_r
                 "start_round": MAX_ROUNDS}
 # llm policy keywords the runner sets itself
 LLM_PARAMS_RESERVED = ("client", "personas", "coach", "coached", "prompts", "seed")
-
-
-def _show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters with "…" (messages quote values through this)."""
-    try:
-        text = repr(value)
-    except Exception:                                # noqa: BLE001 -- a broken or huge __repr__
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _cut(text: str, limit: int) -> str:
@@ -367,7 +358,7 @@ class _Loader(yaml.SafeLoader):
                 except TypeError:                    # unhashable: the base class reports it
                     continue
                 if first is not None:
-                    raise ConfigError(f"{self.where}: duplicate key {_show(key)} at line {line} (first at "
+                    raise ConfigError(f"{self.where}: duplicate key {show(key)} at line {line} (first at "
                                       f"line {first}); a key may appear once in a mapping")
         return super().construct_mapping(node, deep=deep)
 
@@ -448,9 +439,9 @@ def _parse_yaml(text: str, where: str, fallback: Any = _NOT_READ) -> Any:
 def _read_file(path: Path) -> Any:
     try:
         if not path.exists():
-            raise ConfigError(f"config file {_show(str(path))} does not exist")
+            raise ConfigError(f"config file {show(str(path))} does not exist")
         if not path.is_file():
-            raise ConfigError(f"config {_show(str(path))} is not a file")
+            raise ConfigError(f"config {show(str(path))} is not a file")
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path}: {size} bytes, more than MAX_CONFIG_BYTES = {MAX_CONFIG_BYTES}")
@@ -459,7 +450,7 @@ def _read_file(path: Path) -> Any:
     except (OSError, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise ConfigError(f"config file {_show(str(path))} cannot be read: {exc}") from None
+        raise ConfigError(f"config file {show(str(path))} cannot be read: {exc}") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: more than MAX_CONFIG_BYTES = {MAX_CONFIG_BYTES} bytes")
     try:
@@ -485,7 +476,7 @@ def _scan(value: Any, where: str, depth: int = 0, budget: list | None = None) ->
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ConfigError(f"{where or 'the config'}: key {_show(key)} must be a string")
+                raise ConfigError(f"{where or 'the config'}: key {show(key)} must be a string")
             _scan(item, f"{where}.{key}" if where else key, depth + 1, budget)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -513,7 +504,7 @@ def load_config(source: str | Path | Mapping, overrides: Iterable[str] = ()) -> 
         raw = _read_file(path)
         base = path.parent
     if not isinstance(raw, dict):
-        raise ConfigError(f"the config must be a mapping of sections, got {type(raw).__name__} {_show(raw)}")
+        raise ConfigError(f"the config must be a mapping of sections, got {type(raw).__name__} {show(raw)}")
     if isinstance(overrides, str):
         overrides = [overrides]
     for item in overrides:
@@ -552,7 +543,7 @@ def apply_override(raw: dict, item: str) -> None:
     """``env.n_agents=50`` -> raw["env"]["n_agents"] = 50 (the value is read as YAML, with the
     file's bounds; text that is not YAML is taken as a string)."""
     if not isinstance(item, str) or "=" not in item:
-        raise ConfigError(f"--set expects key.path=value, got {_show(item)}")
+        raise ConfigError(f"--set expects key.path=value, got {show(item)}")
     key, text = item.split("=", 1)
     what = f"--set {_one_line(key.strip(), 60)}"
     value = _parse_yaml(text, what, fallback=text)
@@ -562,7 +553,7 @@ def apply_override(raw: dict, item: str) -> None:
 def _set_path(raw: dict, key: str, value: Any, what: str) -> None:
     parts = [p for p in key.strip().split(".") if p]
     if not parts or any(not p.strip() for p in parts):
-        raise ConfigError(f"{what}: expected a dotted key such as env.n_agents, got {_show(key)}")
+        raise ConfigError(f"{what}: expected a dotted key such as env.n_agents, got {show(key)}")
     node = raw
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -581,7 +572,7 @@ MAPPING_SECTIONS = ("env", "policy", "logging", "run", "sweep", "personas")
 
 def from_dict(raw: Mapping) -> ExperimentConfig:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"the config must be a mapping of sections, got {type(raw).__name__} {_show(raw)}")
+        raise ConfigError(f"the config must be a mapping of sections, got {type(raw).__name__} {show(raw)}")
     _scan(raw, "")
     raw = dict(raw)
     _known("", raw, [f.name for f in dataclasses.fields(ExperimentConfig)])
@@ -590,8 +581,8 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
             raise ConfigError(f"{key} is empty (null): give it {'a value' if key == 'seed' else 'keys'} "
                               "or remove the line")
     seed = raw.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}] (non-negative), got {_show(seed)}")
+    if not is_int(seed, numpy=False) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}] (non-negative), got {show(seed)}")
     env = _env(raw.get("env", {}))
     policy = _policy(raw.get("policy", {}))
     llm = _section("llm", LLMConfig, raw["llm"]) if raw.get("llm") is not None else None
@@ -604,7 +595,7 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
         personas = _section("personas", PersonaConfig, personas)
     else:
         raise ConfigError(f"personas must be a file path, a bundled set ({', '.join(PERSONA_SETS)}) or a "
-                          f"mapping {{source, survey}}, got {_show(personas)}")
+                          f"mapping {{source, survey}}, got {show(personas)}")
     sweep = _sweep(raw.get("sweep", {}))
     cfg = ExperimentConfig(seed, env, policy, llm, personas, logging, run, sweep)
     _check(cfg)
@@ -622,7 +613,7 @@ def _known(where: str, raw: Mapping, allowed: Iterable[str]) -> None:
     for key in raw:
         if key not in allowed:
             name = f"{where}.{key}" if where else str(key)
-            raise ConfigError(f"unknown key {_show(name)}; allowed{' in ' + where if where else ''}: "
+            raise ConfigError(f"unknown key {show(name)}; allowed{' in ' + where if where else ''}: "
                               f"{', '.join(allowed)}")
 
 
@@ -630,7 +621,7 @@ def _section(where: str, cls, raw: Any, table: str | None = None):
     """``raw`` checked against the dataclass ``cls``: known keys, types, ranges (``RANGES`` and
     ``STRING_LIMITS`` under ``table``, default ``where``)."""
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where} must be a mapping, got {_show(raw)}")
+        raise ConfigError(f"{where} must be a mapping, got {show(raw)}")
     table = table or where
     fields = {f.name: f for f in dataclasses.fields(cls)}
     _known(where, raw, fields)
@@ -661,14 +652,14 @@ def _typed(name: str, hint: str, value: Any, table: str | None = None) -> Any:
     base = hint.replace(" | None", "").strip()
     if base == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{name} must be true or false, got {_show(value)}")
+            raise ConfigError(f"{name} must be true or false, got {show(value)}")
     elif base == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{name} must be an integer, got {_show(value)}")
+        if not is_int(value, numpy=False):
+            raise ConfigError(f"{name} must be an integer, got {show(value)}")
         _in_range(name, table, value, "an integer")
     elif base == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{name} must be a number, got {_show(value)}")
+            raise ConfigError(f"{name} must be a number, got {show(value)}")
         if not math.isfinite(value):
             raise ConfigError(f"{name} must be a finite number, got {value}")
         value = float(value)
@@ -677,14 +668,14 @@ def _typed(name: str, hint: str, value: Any, table: str | None = None) -> Any:
         _string(name, table, value)
     elif base.startswith("tuple"):
         if isinstance(value, str) or not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{name} must be a list, got {_show(value)}")
+            raise ConfigError(f"{name} must be a list, got {show(value)}")
         if base == "tuple[str, ...]":
             for i, item in enumerate(value):
                 _string(f"{name}[{i}]", table, item)
         value = tuple(value)
     elif base == "FrozenDict":
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{name} must be a mapping, got {_show(value)}")
+            raise ConfigError(f"{name} must be a mapping, got {show(value)}")
         value = freeze(value)
     return value
 
@@ -694,31 +685,31 @@ def _in_range(name: str, table: str, value: float, what: str) -> None:
         return
     low, high, low_open = RANGES[table]
     if not (value > low if low_open else value >= low) or value > high:
-        raise ConfigError(f"{name} must be {what} {'>' if low_open else '>='} {low} and <= {high}, got {_show(value)}")
+        raise ConfigError(f"{name} must be {what} {'>' if low_open else '>='} {low} and <= {high}, got {show(value)}")
 
 
 def _string(name: str, table: str, value: Any) -> None:
     if not isinstance(value, str):
-        raise ConfigError(f"{name} must be a string, got {_show(value)}")
+        raise ConfigError(f"{name} must be a string, got {show(value)}")
     if not value.strip():
         raise ConfigError(f"{name} must not be empty")
     limit = STRING_LIMITS.get(table, MAX_STRING_CHARS)
     if len(value) > limit:
-        raise ConfigError(f"{name} has {len(value)} characters, more than {limit}: {_show(value)}")
+        raise ConfigError(f"{name} has {len(value)} characters, more than {limit}: {show(value)}")
     if not value.isprintable():
-        raise ConfigError(f"{name} contains a control character: {_show(value)}")
+        raise ConfigError(f"{name} contains a control character: {show(value)}")
 
 
 def _env(raw: Any) -> FrozenDict:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"env must be a mapping, got {_show(raw)}")
+        raise ConfigError(f"env must be a mapping, got {show(raw)}")
     allowed = [f.name for f in dataclasses.fields(FeedConfig) if f.name not in ENV_RESERVED]
     flat: dict = {}
     origin: dict[str, str] = {}
     for key, value in raw.items():
         if key in ENV_GROUPS:
             if not isinstance(value, Mapping):
-                raise ConfigError(f"env.{key} must be a mapping, got {_show(value)}")
+                raise ConfigError(f"env.{key} must be a mapping, got {show(value)}")
             _known(f"env.{key}", value, ENV_GROUPS[key])
             for sub, v in value.items():
                 if sub in flat:
@@ -729,7 +720,7 @@ def _env(raw: Any) -> FrozenDict:
             raise ConfigError(f"env.{key} is set by the runner from {where}; remove it from env")
         else:
             if key not in allowed:
-                raise ConfigError(f"unknown key {_show('env.' + str(key))}; allowed in env: "
+                raise ConfigError(f"unknown key {show('env.' + str(key))}; allowed in env: "
                                   f"{', '.join(allowed + list(ENV_GROUPS))}")
             if key in flat:
                 raise ConfigError(f"env.{key} is set twice (also as {origin[key]})")
@@ -756,7 +747,7 @@ def _env_message(message: str, origin: Mapping[str, str]) -> str:
 
 def _policy(raw: Any) -> PolicyConfig:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"policy must be a mapping, got {_show(raw)}")
+        raise ConfigError(f"policy must be a mapping, got {show(raw)}")
     raw = dict(raw)
     if "groups" in raw and raw["groups"] is None:
         raise ConfigError("policy.groups is empty (null): list the groups or remove the line")
@@ -765,12 +756,12 @@ def _policy(raw: Any) -> PolicyConfig:
     groups = []
     if groups_raw is not None:
         if isinstance(groups_raw, (str, Mapping)) or not isinstance(groups_raw, (list, tuple)) or not groups_raw:
-            raise ConfigError(f"policy.groups must be a non-empty list of groups, got {_show(groups_raw)}")
+            raise ConfigError(f"policy.groups must be a non-empty list of groups, got {show(groups_raw)}")
         if len(groups_raw) > MAX_AGENTS:
             raise ConfigError(f"policy.groups has {len(groups_raw)} groups, more than MAX_AGENTS = {MAX_AGENTS}")
         for i, g in enumerate(groups_raw):
             if not isinstance(g, Mapping):
-                raise ConfigError(f"policy.groups[{i}] must be a mapping, got {_show(g)}")
+                raise ConfigError(f"policy.groups[{i}] must be a mapping, got {show(g)}")
             g = {"kind": policy.kind, "params": policy.params, **g}
             if "coach" not in g:         # the default coach setting applies to LLM groups only
                 g["coach"] = policy.coach and g["kind"] == "llm"
@@ -782,29 +773,48 @@ def _policy(raw: Any) -> PolicyConfig:
 
 def _logging(raw: Any) -> LoggingConfig:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"logging must be a mapping, got {_show(raw)}")
+        raise ConfigError(f"logging must be a mapping, got {show(raw)}")
     raw = dict(raw)
     wandb = raw.pop("wandb", None)
     out = _section("logging", LoggingConfig, raw)
     if wandb is not None:
-        out = dataclasses.replace(out, wandb=_section("logging.wandb", WandbConfig, wandb))
+        out = dataclasses.replace(out, wandb=wandb_section(wandb))
+    return out
+
+
+def wandb_section(raw: Any) -> WandbConfig:
+    """The ``logging.wandb`` section, checked: the one check of these settings, also made by
+    :class:`~socialgym.experiments.wandb_log.WandbLogger` on the settings it is given."""
+    where = "logging.wandb"
+    if isinstance(raw, Mapping):
+        allowed = [f.name for f in dataclasses.fields(WandbConfig)]
+        unknown = [k for k in raw if k not in allowed]
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(show(k) for k in unknown)}; "
+                              f"allowed: {', '.join(allowed)}")
+        project = raw.get("project")
+        if project is None or isinstance(project, str) and not project.strip():
+            raise ConfigError(f"{where}.project is required (a non-empty string)")
+    out = _section(where, WandbConfig, raw)
+    if out.mode not in WANDB_MODES:
+        raise ConfigError(f"{where}.mode must be one of {', '.join(WANDB_MODES)}, got {show(out.mode)}")
     return out
 
 
 def _sweep(raw: Any) -> FrozenDict:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"sweep must be a mapping of dotted keys to lists of values, got {_show(raw)}")
+        raise ConfigError(f"sweep must be a mapping of dotted keys to lists of values, got {show(raw)}")
     cells = 1
     for key, values in raw.items():
         if not isinstance(key, str) or "." not in key and key != "seed":
-            raise ConfigError(f"sweep key {_show(key)} must be a dotted config path such as env.recommender")
+            raise ConfigError(f"sweep key {show(key)} must be a dotted config path such as env.recommender")
         parts = key.split(".")
         if any(not p.strip() for p in parts):
-            raise ConfigError(f"sweep key {_show(key)} must be a dotted config path such as env.recommender")
+            raise ConfigError(f"sweep key {show(key)} must be a dotted config path such as env.recommender")
         if parts[0] in ("sweep", "run"):
             raise ConfigError(f"sweep.{key}: the run and sweep sections cannot be swept")
         if isinstance(values, (str, Mapping)) or not isinstance(values, (list, tuple)) or not values:
-            raise ConfigError(f"sweep.{key} must be a non-empty list of values, got {_show(values)}")
+            raise ConfigError(f"sweep.{key} must be a non-empty list of values, got {show(values)}")
         cells *= len(values)
         if cells > MAX_SWEEP_CELLS:
             raise ConfigError(f"sweep: the grid has more than MAX_SWEEP_CELLS = {MAX_SWEEP_CELLS} cells "
@@ -822,12 +832,12 @@ def _check(cfg: ExperimentConfig) -> None:
     for i, kind in enumerate(kinds):
         if kind not in POLICY_KINDS:
             where = "policy.kind" if i == 0 else f"policy.groups[{i - 1}].kind"
-            raise ConfigError(f"{where} must be one of {', '.join(POLICY_KINDS)}, got {_show(kind)}")
+            raise ConfigError(f"{where} must be one of {', '.join(POLICY_KINDS)}, got {show(kind)}")
     if p.groups:
         names = [g.name for g in p.groups]
         if len(set(names)) != len(names):
             twice = sorted({x for x in names if names.count(x) > 1})
-            raise ConfigError(f"policy.groups: names must be unique, {_show(twice)} appear more than once")
+            raise ConfigError(f"policy.groups: names must be unique, {show(twice)} appear more than once")
         if sum(g.agents is None for g in p.groups) > 1:
             raise ConfigError("policy.groups: at most one group may leave out 'agents' (it takes the rest)")
         for i, g in enumerate(p.groups):
@@ -846,21 +856,21 @@ def _check(cfg: ExperimentConfig) -> None:
             raise ConfigError(f"policy.groups: the groups' agents must add up to env.n_agents = {n}, got {taken}")
     elif p.coach and p.kind != "llm":
         raise ConfigError("policy.coach: only llm agents can be coached (policy.kind is "
-                          f"{_show(p.kind)})")
+                          f"{show(p.kind)})")
     if cfg.llm is not None:
         if cfg.llm.base_url is not None:
             if not re.match(r"https?://[^\s/?#]+", cfg.llm.base_url):
-                raise ConfigError(f"llm.base_url must be an http:// or https:// URL, got {_show(cfg.llm.base_url)}")
+                raise ConfigError(f"llm.base_url must be an http:// or https:// URL, got {show(cfg.llm.base_url)}")
             if not cfg.llm.model:
                 raise ConfigError("llm.model is required with llm.base_url")
         if cfg.llm.structured not in STRUCTURED_MODES:
             raise ConfigError(f"llm.structured must be one of {', '.join(STRUCTURED_MODES)}, "
-                              f"got {_show(cfg.llm.structured)}")
+                              f"got {show(cfg.llm.structured)}")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cfg.llm.api_key_env):
             raise ConfigError(f"llm.api_key_env is the name of an environment variable (letters, digits, _), "
-                              f"got {_show(cfg.llm.api_key_env)}")
+                              f"got {show(cfg.llm.api_key_env)}")
     if cfg.run.backend not in BACKENDS:
-        raise ConfigError(f"run.backend must be one of {', '.join(BACKENDS)}, got {_show(cfg.run.backend)}")
+        raise ConfigError(f"run.backend must be one of {', '.join(BACKENDS)}, got {show(cfg.run.backend)}")
     if cfg.seed + cfg.run.replicates - 1 > MAX_SEED:
         raise ConfigError(f"seed + run.replicates - 1 = {cfg.seed + cfg.run.replicates - 1} (the last replicate's "
                           f"seed) is more than {MAX_SEED}")
@@ -868,9 +878,6 @@ def _check(cfg: ExperimentConfig) -> None:
     if cells * cfg.run.replicates > MAX_JOBS:
         raise ConfigError(f"run.replicates: {cells} sweep cells x {cfg.run.replicates} replicates = "
                           f"{cells * cfg.run.replicates} runs, more than MAX_JOBS = {MAX_JOBS}")
-    w = cfg.logging.wandb
-    if w is not None and w.mode not in WANDB_MODES:
-        raise ConfigError(f"logging.wandb.mode must be one of {', '.join(WANDB_MODES)}, got {_show(w.mode)}")
     if cfg.env.get("tie_scorer") is not None and cfg.llm is not None and cfg.llm.tie_scorer:
         raise ConfigError("set either env.ties.tie_scorer or llm.tie_scorer, not both")
     if "lambdas" in cfg.env and any(g.lambdas is not None for g in p.groups):
@@ -900,7 +907,7 @@ def _check_env_objects(cfg: ExperimentConfig) -> None:
     try:
         recommender = make_recommender(env.recommender, **kwargs)
     except ImportError as exc:
-        raise ConfigError(f"env.recommender {_show(env.recommender)}: {exc}") from None
+        raise ConfigError(f"env.recommender {show(env.recommender)}: {exc}") from None
     except Exception as exc:                        # noqa: BLE001 -- any constructor complaint
         raise ConfigError(f"env.recommender_kwargs: {_exc_text(exc)}") from None
     for i, step in enumerate(env.rerank):
@@ -932,7 +939,7 @@ def _param_limits(where: str, params: Mapping) -> None:
     for key, limit in PARAM_LIMITS.items():
         value = params.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > limit:
-            raise ConfigError(f"{where}.{key} must be at most {limit}, got {_show(value)}")
+            raise ConfigError(f"{where}.{key} must be at most {limit}, got {show(value)}")
 
 
 def _exc_text(exc: BaseException) -> str:
@@ -959,23 +966,23 @@ def _check_policy_params(cfg: ExperimentConfig) -> None:
                 allowed = ", ".join(inspect.signature(cls).parameters)
                 raise ConfigError(f"{where}: {exc}; a {g.kind} policy takes {allowed}") from None
             seed = params.get("seed")
-            if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-                raise ConfigError(f"{where}.seed must be an integer in [0, {MAX_SEED}], got {_show(seed)}")
+            if seed is not None and (not is_int(seed, numpy=False) or not 0 <= seed <= MAX_SEED):
+                raise ConfigError(f"{where}.seed must be an integer in [0, {MAX_SEED}], got {show(seed)}")
             for name in ("mention_prob", "b"):
                 if name in params:
                     value = params[name]
-                    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                        raise ConfigError(f"{where}.{name} must be a number in [0, 1], got {_show(value)}")
+                    if not is_number(value, numpy=False) or not 0 <= value <= 1:
+                        raise ConfigError(f"{where}.{name} must be a number in [0, 1], got {show(value)}")
         elif g.kind == "torch":
             path = params.get("path")
             if not isinstance(path, str) or not path.strip():
-                raise ConfigError(f"{where}.path must name a trained model file (model.pt), got {_show(path)}")
+                raise ConfigError(f"{where}.path must name a trained model file (model.pt), got {show(path)}")
             try:
                 exists = Path(path).is_file()
             except (OSError, ValueError):
                 exists = False
             if not exists:
-                raise ConfigError(f"{where}.path: {_show(path)} is not a file")
+                raise ConfigError(f"{where}.path: {show(path)} is not a file")
         elif g.kind == "llm":
             llm_params.update(params)
             llm_where = where
@@ -986,13 +993,13 @@ def _check_policy_params(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"{llm_where}: {', '.join(reserved)} {'is' if len(reserved) == 1 else 'are'} set by the runner")
     for name in ("plan_tokens", "vote_tokens", "text_tokens"):
         value = llm_params.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000):
-            raise ConfigError(f"{llm_where}.{name} must be null or an integer in [1, 1000000], got {_show(value)}")
+        if value is not None and (not is_int(value, numpy=False) or not 1 <= value <= 1_000_000):
+            raise ConfigError(f"{llm_where}.{name} must be null or an integer in [1, 1000000], got {show(value)}")
     if "new_topics" in llm_params and not isinstance(llm_params["new_topics"], bool):
-        raise ConfigError(f"{llm_where}.new_topics must be true or false, got {_show(llm_params['new_topics'])}")
+        raise ConfigError(f"{llm_where}.new_topics must be true or false, got {show(llm_params['new_topics'])}")
     for name in ("item_chars", "text_chars"):
         value = llm_params.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_TEXT_CHARS:
+        if is_int(value, numpy=False) and value > MAX_TEXT_CHARS:
             raise ConfigError(f"{llm_where}.{name} must be at most MAX_TEXT_CHARS = {MAX_TEXT_CHARS}, got {value}")
     try:
         from socialgym.agents.llm_policy import LLMPolicy
@@ -1032,7 +1039,7 @@ def _check_personas(cfg: ExperimentConfig) -> None:
             _PERSONA_CACHE[key] = personas
     n = int(cfg.env.get("n_agents", FeedConfig.n_agents))
     if len(personas) < n:
-        raise ConfigError(f"personas.source: {_show(source)} has {len(personas)} personas for "
+        raise ConfigError(f"personas.source: {show(source)} has {len(personas)} personas for "
                           f"env.n_agents = {n} agents")
 
 
@@ -1052,32 +1059,24 @@ def with_values(cfg: ExperimentConfig, assignment: Mapping[str, Any]) -> Experim
     try:
         for key, value in assignment.items():
             value = thaw(value)
-            _set_path(raw, key, value, f"sweep key {_show(key)}")
+            _set_path(raw, key, value, f"sweep key {show(key)}")
             if key == "policy.coach":       # groups take policy.coach as their default: a swept value reaches
                 for group in raw["policy"].get("groups") or []:      # every llm group (to_dict wrote it out)
                     if group.get("kind", "llm") == "llm":
                         group["coach"] = value
         return from_dict(raw)
     except ConfigError as exc:
-        raise ConfigError(f"sweep cell {_show(dict(thaw(assignment)), 160)}: {exc}") from None
+        raise ConfigError(f"sweep cell {show(dict(thaw(assignment)), 160)}: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------- writing
 def to_dict(cfg: ExperimentConfig, redact: bool = True) -> dict:
-    """Plain data (YAML-ready). ``redact`` drops every secret-looking key (api_key, token, ...)."""
+    """Plain data (YAML-ready). ``redact`` drops every secret-looking key (api_key, token, ...;
+    :func:`socialgym.llm.sanitize.drop_secrets`)."""
     out = thaw(dataclasses.asdict(cfg))
     if not out["policy"]["groups"]:
         del out["policy"]["groups"]
-    return _redact(out) if redact else out
-
-
-def _redact(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _redact(v) for k, v in value.items()
-                if not (isinstance(k, str) and SECRET_KEY.search(k) and k != "api_key_env")}
-    if isinstance(value, list):
-        return [_redact(v) for v in value]
-    return value
+    return drop_secrets(out) if redact else out
 
 
 def dump_yaml(cfg: ExperimentConfig, path: str | Path) -> None:

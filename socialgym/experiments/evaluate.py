@@ -100,10 +100,10 @@ def write_table(rows: list[dict], out: Path) -> None:
 
 
 def learning_curve(log_csv: Path, out_png: Path, baselines: dict[str, float] | None = None) -> None:
+    from socialgym.experiments.files import read_records
     from socialgym.experiments.plotting import figure, save
 
-    with open(log_csv, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_records(log_csv)
     x = [int(r["episodes"]) for r in rows]
     fig = figure(7, 4)
     ax = fig.add_subplot()
@@ -177,19 +177,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _llm_factory(a, stack: contextlib.ExitStack):
-    import os
-
     from socialgym.agents import LLMPolicy
     from socialgym.agents.demo import COMPACT_POLICY
-    from socialgym.llm import LLMClient
+    from socialgym.llm import open_client
 
-    if a.embedded:
-        from socialgym.llm import local_server
-        server = stack.enter_context(local_server())
-        client = LLMClient(server.base_url, server.model, api_key=server.api_key, max_concurrency=1, local=True)
+    if a.embedded:       # one request at a time: the embedded server runs one anyway
+        client = stack.enter_context(open_client(None, max_concurrency=1))
     else:
-        client = LLMClient(a.base_url, a.llm_model, api_key=os.environ.get(a.api_key_env), max_concurrency=16)
-    stack.callback(client.close)
+        client = stack.enter_context(open_client(a.base_url, a.llm_model, api_key_env=a.api_key_env,
+                                                 max_concurrency=16))
     return lambda: LLMPolicy(client, **COMPACT_POLICY, seed=a.seed)
 
 

@@ -50,6 +50,8 @@ from socialgym.discussion import (
     score_discussion,
 )
 from socialgym.experiments.discussion_analysis import pairwise_mean_differences, stars, strategy_time_ols
+from socialgym.experiments.files import to_float
+from socialgym.platform.validation import check_int, is_number
 
 SEED_OPINIONS = (
     "Social media platforms should be legally required to remove hate speech within 24 hours.",
@@ -119,16 +121,12 @@ class ModerationExperiment:
             raise ValueError(f"unknown strategies {unknown}; choose from {STRATEGIES}")
         for name in ("discussions", "users", "pool", "max_turns", "context_length", "annotators",
                      "max_tokens", "comment_chars", "max_concurrency", "parallel"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            check_int(name, getattr(self, name), 1, numpy=False)
         for name in ("trolls", "community", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+            check_int(name, getattr(self, name), 0, numpy=False)
         if self.turn_taking not in ("paper", "round_robin", "random"):
             raise ValueError(f"turn_taking must be paper, round_robin or random, got {self.turn_taking!r}")
-        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) or self.temperature < 0:
+        if not is_number(self.temperature, numpy=False) or self.temperature < 0:
             raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
         if self.users < 2 or self.users > self.pool:
             raise ValueError(f"users must be between 2 and pool={self.pool}, got {self.users}")
@@ -175,21 +173,14 @@ def plan_jobs(cfg: ModerationExperiment) -> tuple[list[_Job], list]:
 
 
 def _client(cfg: ModerationExperiment, out: Path, stack: contextlib.ExitStack):
-    from socialgym.llm import LLMClient
+    from socialgym.llm import open_client
 
-    if cfg.base_url is None:
-        from socialgym.llm import local_server
-        server = stack.enter_context(local_server(n_ctx=cfg.n_ctx, log_path=out / "llm_server.log"))
-        base_url, model, key = server.base_url, cfg.model or server.model, server.api_key
-    else:
-        if not cfg.model:
-            raise ValueError("--model is required with --base-url")
-        base_url, model, key = cfg.base_url, cfg.model, os.environ.get(cfg.api_key_env)
-    client = LLMClient(base_url, model, api_key=key, max_concurrency=cfg.max_concurrency,
-                       temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
-                       cache=out / "llm_cache.sqlite" if cfg.cache else None, local=cfg.base_url is None)
-    stack.callback(client.close)
-    return client
+    if cfg.base_url is not None and not cfg.model:
+        raise ValueError("--model is required with --base-url")
+    return stack.enter_context(open_client(
+        cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, n_ctx=cfg.n_ctx, server_log=out / "llm_server.log",
+        max_concurrency=cfg.max_concurrency, temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
+        cache=out / "llm_cache.sqlite" if cfg.cache else None))
 
 
 def _json_safe(value):
@@ -335,16 +326,12 @@ def comment_rows(records: Sequence[Mapping]) -> list[dict]:
         for t, words in zip(turns, comment_lengths([t["text"] for t in turns]).tolist()):
             rows.append({"strategy": rec["strategy"], "discussion": rec["index"], "turn": t["turn"],
                          "user_turn": t["user_turn"], "agent": t["agent"], "username": t["username"],
-                         "role": t["role"], "toxicity": _num(t.get("toxicity")),
-                         "argument_quality": _num(t.get("argument_quality")),
-                         "ndfu_toxicity": _num(t.get("ndfu_toxicity")),
-                         "ndfu_argument_quality": _num(t.get("ndfu_argument_quality")),
+                         "role": t["role"], "toxicity": to_float(t.get("toxicity")),
+                         "argument_quality": to_float(t.get("argument_quality")),
+                         "ndfu_toxicity": to_float(t.get("ndfu_toxicity")),
+                         "ndfu_argument_quality": to_float(t.get("ndfu_argument_quality")),
                          "words": words})
     return rows
-
-
-def _num(x) -> float:
-    return float("nan") if x is None else float(x)
 
 
 def analyse(out: str | Path, usage: dict | None = None) -> dict:

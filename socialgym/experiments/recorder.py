@@ -27,10 +27,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
+from socialgym.platform.actions import ACTION_TYPES, PUBLIC_TYPES
 
-ACTION_KINDS = ("POST", "COM", "DM", "NOT")
-ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_NAMES, "total", *ACTION_KINDS,
-                 "votes_up", "votes_down", "invalid", "fallbacks")
+# rounds.csv, one row per agent and round (read by the report, the viewer, wandb and sweeps)
+REWARD_COLUMNS = (*REWARD_NAMES, "total")
+ACTION_COUNTS = (*ACTION_TYPES, "votes_up", "votes_down", "invalid")
+"""The agent's actions of the round by type (NOTs included), its votes and its invalid actions."""
+COUNT_COLUMNS = (*ACTION_COUNTS, "fallbacks")
+ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_COLUMNS, *COUNT_COLUMNS)
 NETWORK_METRICS = ("n_edges", "density", "clustering", "lcc_fraction", "avg_shortest_path", "modularity",
                    "homophily", "directed_density", "directed_clustering")
 EXPOSURE_METRICS = ("mean_topic_entropy", "deep_cocoon_share", "author_exposure_gini", "cross_cutting_share")
@@ -85,9 +89,9 @@ class RunRecorder:
         r = rec.round
         n = len(self.agents)
         batch = rec.batch
-        counts = np.zeros((n, len(ACTION_KINDS)), np.int64)
+        counts = np.zeros((n, len(ACTION_TYPES)), np.int64)
         np.add.at(counts, (batch.sender.astype(np.int64), batch.kind.astype(np.int64)), 1)
-        counts[:, ACTION_KINDS.index("NOT")] += env.config.n_actions - counts.sum(axis=1)   # NOTs are not stored
+        counts[:, ACTION_TYPES.index("NOT")] += env.config.n_actions - counts.sum(axis=1)   # NOTs are not stored
         voter = batch.vote_voter.astype(np.int64)
         up = np.bincount(voter[batch.vote_value > 0], minlength=n)
         down = np.bincount(voter[batch.vote_value < 0], minlength=n)
@@ -104,7 +108,7 @@ class RunRecorder:
                    "coached": self.coached[i]}
             row.update(zip(REWARD_NAMES, rec.components[i].tolist()))
             row["total"] = float(rec.totals[i])
-            row.update(zip(ACTION_KINDS, counts[i].tolist()))
+            row.update(zip(ACTION_TYPES, counts[i].tolist()))
             row.update(votes_up=int(up[i]), votes_down=int(down[i]), invalid=len(rec.invalid.get(i, [])),
                        fallbacks=int(fallbacks[i]))
             rows.append(row)
@@ -131,7 +135,7 @@ class RunRecorder:
         self._write_csv("network.csv", self.network_columns, [network])
 
         transcript = env.round_transcript()
-        posts = [e for e in transcript if e["kind"] in ("POST", "COM")]
+        posts = [e for e in transcript if e["kind"] in PUBLIC_TYPES]
         if self.events:
             f = self._files["events.jsonl"]
             for e in transcript:

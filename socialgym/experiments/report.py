@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from socialgym.experiments.files import read_csv, read_jsonl, to_float
 from socialgym.experiments.plotting import figure, save
+from socialgym.experiments.recorder import REWARD_COLUMNS
 
-COMPONENTS = ("SOC", "INF", "PRE", "COORD", "EMO")
-REWARD_COLUMNS = COMPONENTS + ("total",)
 # network.png panels; the cocoon metrics are NaN until a feed was shown, so they are drawn only
 # when they hold at least one number
 NETWORK_PANELS = ("density", "clustering", "modularity", "lcc_fraction", "mean_tie")
@@ -92,12 +92,10 @@ class _LoadedRun:
 def _read_csv(path: Path) -> dict[str, list[str]]:
     """Columns of a CSV file (header order kept); short rows (a line being written) are padded."""
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
-            header = next(reader, [])
-            rows = [row + [""] * (len(header) - len(row)) for row in reader if row]
+        header, rows = read_csv(path)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"{path} is not a CSV file socialgym wrote ({type(exc).__name__})") from None
+    rows = [row + [""] * (len(header) - len(row)) for row in rows]
     columns: dict[str, list[str]] = {name: [] for name in header}
     for j, name in enumerate(header):
         if not columns[name]:                    # a repeated column name keeps its first column
@@ -106,12 +104,7 @@ def _read_csv(path: Path) -> dict[str, list[str]]:
 
 
 def _floats(cells: list[str]) -> np.ndarray:
-    out = np.full(len(cells), np.nan)
-    for i, cell in enumerate(cells):
-        try:
-            out[i] = float(cell)
-        except (TypeError, ValueError):
-            pass
+    out = np.array([to_float(cell) for cell in cells], dtype=float)
     out[~np.isfinite(out)] = np.nan              # inf would break the axis limits
     return out
 
@@ -119,15 +112,9 @@ def _floats(cells: list[str]) -> np.ndarray:
 def _read_events(path: Path) -> dict[str, int]:
     """Number of events per kind; unreadable lines are counted under "(unreadable)"."""
     counts: dict[str, int] = {}
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                kind = str(json.loads(line).get("kind", "(no kind)"))
-            except (ValueError, AttributeError):
-                kind = "(unreadable)"
-            counts[kind] = counts.get(kind, 0) + 1
+    for event, _ in read_jsonl(path):
+        kind = "(unreadable)" if event is None else str(event.get("kind", "(no kind)"))
+        counts[kind] = counts.get(kind, 0) + 1
     return counts
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
 import time
 import uuid
@@ -38,6 +37,7 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml, load_config, to_dict
 from socialgym.experiments.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from socialgym.experiments.files import read_json, to_float, write_json
 from socialgym.experiments.recorder import RunRecorder, truncate_outputs, verify_outputs
 
 CHECKPOINT = "checkpoint.pkl"
@@ -77,7 +77,7 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
     if not (out / "config.yaml").exists():
         raise RunError(f"{out} is not a run directory (no config.yaml)")
     cfg = load_config(out / "config.yaml")
-    meta = _read_json(out / "run.json")
+    meta = read_json(out / "run.json")
     if not isinstance(meta, dict) or not isinstance(meta.get("condition", {}), dict):
         raise RunError(f"{out / 'run.json'} is missing or not a JSON object: this directory was not written by "
                        "`socialgym run`, or its run.json was damaged")
@@ -95,9 +95,9 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
             raise RunError(f"{out / CHECKPOINT} has format {version}, this socialgym writes {CHECKPOINT_VERSION}; "
                            f"delete it to restart the run from round 0")
         _check_checkpoint(out, checkpoint, cfg, meta, allow_config_change)
-    elif (_read_json(out / "summary.json") or {}).get("status") == "complete":
+    elif (read_json(out / "summary.json") or {}).get("status") == "complete":
         if not cfg.run.checkpoint:       # nothing to verify against: the run said so itself
-            return _read_json(out / "summary.json")
+            return read_json(out / "summary.json")
         raise RunError(f"{out / 'summary.json'} says the run is complete but {out / CHECKPOINT} is missing: "
                        "the directory was changed; restore the checkpoint or start a new run")
     return _RunExecution(cfg, out, meta, progress).execute(checkpoint=checkpoint)
@@ -233,24 +233,15 @@ class _RunExecution:
         cfg = self.cfg
         if not cfg.uses_llm():
             return None
-        from socialgym.llm import LLMClient
+        from socialgym.llm import open_client
 
-        llm = cfg.llm or LLMConfig()
-        if llm.base_url is None:            # the embedded model, served for the length of the run
-            from socialgym.llm import local_server
-
-            server = stack.enter_context(local_server(n_ctx=llm.n_ctx, log_path=self.out / "llm_server.log"))
-            base_url, model, key = server.base_url, llm.model or server.model, server.api_key
-        else:
-            base_url, model = llm.base_url, llm.model
-            key = llm.api_key or os.environ.get(llm.api_key_env)
-        client = LLMClient(base_url, model, api_key=key, max_concurrency=llm.max_concurrency,
-                           timeout=llm.timeout, max_retries=llm.max_retries, temperature=llm.temperature,
-                           max_tokens=llm.max_tokens, structured=llm.structured, max_repairs=llm.max_repairs,
-                           seed=self.seed, cache=self.out / "llm_cache.sqlite" if llm.cache else None,
-                           local=llm.base_url is None)
-        stack.callback(client.close)
-        return client
+        llm = cfg.llm or LLMConfig()     # no base_url: the embedded model, served for the length of the run
+        return stack.enter_context(open_client(
+            llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
+            server_log=self.out / "llm_server.log", max_concurrency=llm.max_concurrency, timeout=llm.timeout,
+            max_retries=llm.max_retries, temperature=llm.temperature, max_tokens=llm.max_tokens,
+            structured=llm.structured, max_repairs=llm.max_repairs, seed=self.seed,
+            cache=self.out / "llm_cache.sqlite" if llm.cache else None))
 
     def _build(self, client):
         """The environment and the scenario: policy groups over contiguous agent ranges."""
@@ -269,7 +260,7 @@ class _RunExecution:
         if personas is not None and cfg.personas.survey:
             personas = self._survey(client, groups, personas, agents)
         if personas is not None:
-            _write_json(self.out / "personas.json", {a: p.to_dict() for a, p in zip(agents, personas)})
+            write_json(self.out / "personas.json", {a: p.to_dict() for a, p in zip(agents, personas)})
         if any(g.lambdas is not None for g in groups):
             from socialgym.config import FeedConfig
             lambdas = np.vstack([FeedConfig.from_kwargs(n_agents=max(2, g.agents), lambdas=g.lambdas)
@@ -394,7 +385,7 @@ class _RunExecution:
         env, table = checkpoint["env"], checkpoint["table"]
         usage = checkpoint["llm"]["usage"] if checkpoint["llm"] is not None else None
         summary = self._summary(env, table, "complete", env.config.max_rounds, checkpoint["seconds"], usage)
-        on_disk = _read_json(self.out / "summary.json")
+        on_disk = read_json(self.out / "summary.json")
         if json.loads(json.dumps(summary, default=_json_default)) != on_disk:
             if on_disk is not None and on_disk.get("status") == "complete":
                 print(f"socialgym: warning: {self.out / 'summary.json'} did not match the checkpoint; rewritten",
@@ -405,7 +396,7 @@ class _RunExecution:
         return summary
 
     def _mark_failed(self, exc: Exception) -> None:
-        summary = _read_json(self.out / "summary.json")
+        summary = read_json(self.out / "summary.json")
         if isinstance(summary, dict):
             summary.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
             self._store_summary(summary)
@@ -416,7 +407,7 @@ class _RunExecution:
         return summary
 
     def _store_summary(self, summary: dict) -> None:
-        _write_json(self.out / "summary.json", summary, default=_json_default, ensure_ascii=True)
+        write_json(self.out / "summary.json", summary, default=_json_default, ensure_ascii=True)
 
     def _summary(self, env, table, status, rounds_done, seconds, usage) -> dict:
         final: dict = {}
@@ -488,13 +479,6 @@ def fallback_share(usage) -> float:
     return len(failed) / len(tasks) if tasks else 0.0
 
 
-def _write_json(path: Path, value, *, default=None, ensure_ascii: bool = False) -> None:
-    """Atomically: the old file or the new one, never half."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=ensure_ascii, default=default) + "\n")
-    os.replace(tmp, path)
-
-
 def _attach(client, policy, env) -> None:
     """Give the objects loaded from a checkpoint the run's fresh LLM client."""
     policies = getattr(policy, "policies", [policy])
@@ -510,15 +494,11 @@ def _attach(client, policy, env) -> None:
 
 
 def _wandb_logger(cfg: ExperimentConfig, out: Path, meta: dict):
-    import dataclasses
-
     from socialgym.experiments.wandb_log import WandbLogger
 
-    settings = {k: v for k, v in dataclasses.asdict(cfg.logging.wandb).items() if v is not None}
-    settings["tags"] = list(settings.get("tags", ()))
-    name = cfg.logging.wandb.name or cfg.run.name or out.name
-    return WandbLogger(settings, out, to_dict(cfg, redact=True), name=name,
-                       group=cfg.logging.wandb.group or (json.dumps(meta["condition"]) if meta["condition"] else None))
+    w = cfg.logging.wandb
+    return WandbLogger(w, out, to_dict(cfg, redact=True), name=w.name or cfg.run.name or out.name,
+                       group=w.group or (json.dumps(meta["condition"]) if meta["condition"] else None))
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -567,20 +547,11 @@ def _fault(r: int, point: str) -> None:
         _fault_hook(r, point)
 
 
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _number(text: str):
-    if text == "":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return text
+    """A CSV cell: a float, None (empty or NaN), or the text when it is no number."""
+    value = to_float(text, None)
+    if value is None:
+        return text or None
     return None if value != value else value
 
 

@@ -19,7 +19,6 @@ numbers is an ordinary sweep (``configs/studies/ties-coach*.yaml``), run and res
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import json
 import math
@@ -33,7 +32,8 @@ from socialgym.config import REWARD_NAMES
 from socialgym.experiments import claims as claim_stats
 from socialgym.experiments.config import ConfigError, load_config
 from socialgym.experiments.runner import RunError
-from socialgym.experiments.sweep import SWEEP_FILE, _write_csv, mean_ci, resume_sweep, run_sweep
+from socialgym.experiments.files import read_records, write_csv
+from socialgym.experiments.sweep import SWEEP_FILE, mean_ci, resume_sweep, run_sweep
 
 STUDIES = {"ties-coach": {"paper": "ties-coach.yaml", "small": "ties-coach-small.yaml"}}
 
@@ -111,8 +111,7 @@ def _runs(out: Path) -> list[dict]:
 
 def _task_curves(path: Path) -> dict[str, np.ndarray]:
     """Per task group (named after its reward), the group's mean task reward per round."""
-    with open(path / "rounds.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_records(path / "rounds.csv")
     rounds = sorted({int(r["round"]) for r in rows})
     curves = {}
     for task in REWARD_NAMES:
@@ -158,11 +157,11 @@ def analyze(out: str | Path) -> dict:
                                                   "avg_shortest_path_norm", "modularity", "homophily", "n_edges"))])
             if abs(row["theta"] - 0.1) < 1e-9:
                 degrees.setdefault((run["coach"], run["llm_ties"]), []).append(row["degree_histogram"])
-    _write_csv(out / "task_rewards.csv", ["condition_id", "coach", "llm_ties", "replicate", "task", "round",
-                                          "task_reward"], reward_rows)
-    _write_csv(out / "theta_sweep.csv", ["condition_id", "coach", "llm_ties", "replicate", "theta", "density",
-                                         "clustering", "lcc_fraction", "avg_shortest_path", "avg_shortest_path_norm",
-                                         "modularity", "homophily", "n_edges"], sweep_rows)
+    write_csv(out / "task_rewards.csv", ["condition_id", "coach", "llm_ties", "replicate", "task", "round",
+                                         "task_reward"], reward_rows)
+    write_csv(out / "theta_sweep.csv", ["condition_id", "coach", "llm_ties", "replicate", "theta", "density",
+                                        "clustering", "lcc_fraction", "avg_shortest_path", "avg_shortest_path_norm",
+                                        "modularity", "homophily", "n_edges"], sweep_rows)
     verdicts = _claims(runs)
     (out / "claims.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1, default=_json) + "\n")
     (out / "claims.md").write_text(claims_markdown(verdicts))

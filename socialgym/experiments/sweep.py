@@ -49,8 +49,8 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.config import (ExperimentConfig, dump_yaml, grid, load_config, thaw, to_dict,
                                          with_values)
-from socialgym.experiments.runner import CHECKPOINT, RunError, _read_json, resume_experiment, run_experiment
-from socialgym.experiments.runner import _write_json
+from socialgym.experiments.files import read_csv, read_json, to_float, write_csv, write_json
+from socialgym.experiments.runner import CHECKPOINT, RunError, resume_experiment, run_experiment
 
 SWEEP_FILE = "sweep.json"
 SWEEP_VERSION = 1
@@ -129,7 +129,7 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
     todo = jobs(cfg)
     out.mkdir(parents=True, exist_ok=True)
     dump_yaml(cfg, out / "config.yaml")
-    _write_json(out / SWEEP_FILE, _manifest(cfg, todo), default=str, ensure_ascii=True)
+    write_json(out / SWEEP_FILE, _manifest(cfg, todo), default=str, ensure_ascii=True)
     return _execute(cfg, out, todo, progress)
 
 
@@ -138,7 +138,7 @@ def resume_sweep(directory: str | Path, progress: bool | None = None, *, trust: 
     """Run the jobs of the sweep in ``directory`` that are not complete (partial runs resume
     from their checkpoints, with ``resume_experiment``'s checks and options), then aggregate again."""
     out = Path(directory)
-    manifest = _read_json(out / SWEEP_FILE)
+    manifest = read_json(out / SWEEP_FILE)
     if manifest is None or not (out / "config.yaml").exists():
         raise RunError(f"{out} is not a sweep directory (no sweep.json / config.yaml)")
     cfg = load_config(out / "config.yaml")
@@ -183,7 +183,7 @@ def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool |
             if len(failed) < len(todo) else ""
         raise RunError(f"{len(failed)} of {len(todo)} sweep jobs failed: {lines}; {rest}"
                        f"fix the cause and run `socialgym resume {out}`")
-    problems = [f"{j.name}: {p}" for j in todo for p in (_read_json(out / j.out / "summary.json") or {})
+    problems = [f"{j.name}: {p}" for j in todo for p in (read_json(out / j.out / "summary.json") or {})
                 .get("problems", [])]
     return {"jobs": len(todo), "ran": len(pending), "skipped": skipped, "failed": [], "aggregate": str(path),
             "problems": problems}
@@ -283,7 +283,7 @@ def _result(job: Job, seconds: float, exc: BaseException | None) -> dict:
 
 
 def _complete(path: Path) -> bool:
-    summary = _read_json(path / "summary.json")
+    summary = read_json(path / "summary.json")
     return bool(summary) and summary.get("status") == "complete"
 
 
@@ -292,7 +292,7 @@ def aggregate(directory: str | Path) -> Path:
     """Mean and 95% t-interval across replicates of every per-round metric of every condition
     (complete runs only) into ``aggregate.csv``; comparison plots into ``plots/``."""
     out = Path(directory)
-    manifest = _read_json(out / SWEEP_FILE)
+    manifest = read_json(out / SWEEP_FILE)
     if manifest is None:
         raise RunError(f"{out} is not a sweep directory (no {SWEEP_FILE})")
     keys = list(manifest.get("keys", []))
@@ -316,7 +316,7 @@ def aggregate(directory: str | Path) -> Path:
                 mean, low, high, n = mean_ci(by_round[r])
                 rows.append([cid, *(_compact(cond.get(k)) for k in keys), r, metric, mean, low, high, n])
     path = out / AGGREGATE_FILE
-    _write_csv(path, ["condition_id", *keys, "round", "metric", "mean", "ci_low", "ci_high", "n"], rows)
+    write_csv(path, ["condition_id", *keys, "round", "metric", "mean", "ci_low", "ci_high", "n"], rows)
     if values:
         _plots(out / "plots", values)
     _index(out, manifest)
@@ -330,7 +330,7 @@ def _index(out: Path, manifest: dict) -> None:
     rows = []
     for job in manifest.get("jobs", []):
         run = out / job["out"]
-        status = (_read_json(run / "summary.json") or {}).get("status", "not started")
+        status = (read_json(run / "summary.json") or {}).get("status", "not started")
         links = " ".join(f'<a href="{html.escape(job["out"])}/{name}">{label}</a>'
                          for name, label in (("report.html", "report"), ("viewer.html", "viewer"))
                          if (run / name).is_file())
@@ -369,24 +369,24 @@ def _run_metrics(run: Path) -> dict[str, dict[int, float]]:
     """{metric: {round: value}}: rounds.csv's rewards averaged over agents, network.csv's
     numeric columns as they are."""
     metrics: dict[str, dict[int, float]] = {}
-    header, rows = _read_csv(run / "rounds.csv")
+    header, rows = read_csv(run / "rounds.csv")
     columns = [c for c in REWARD_METRICS if c in header]
     sums: dict[int, list] = {}
     for row in rows:
         record = dict(zip(header, row))
         acc = sums.setdefault(int(record["round"]), [np.zeros(len(columns)), 0])
-        acc[0] += [_float(record[c]) for c in columns]
+        acc[0] += [to_float(record[c]) for c in columns]
         acc[1] += 1
     for r, (total, count) in sums.items():
         for c, v in zip(columns, total / count):
             metrics.setdefault(c, {})[r] = float(v)
-    header, rows = _read_csv(run / "network.csv")
+    header, rows = read_csv(run / "network.csv")
     records = [dict(zip(header, row)) for row in rows]
     for column in header:
         cells = [rec.get(column, "") for rec in records]
         if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
             continue                             # the key, or a text column
-        metrics[column] = {int(rec["round"]): _float(c) for rec, c in zip(records, cells)}
+        metrics[column] = {int(rec["round"]): to_float(c) for rec, c in zip(records, cells)}
     return metrics
 
 
@@ -431,40 +431,9 @@ def _plots(folder: Path, values: dict) -> None:
 
 
 # ---------------------------------------------------------------------------------- files
-def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
-    import csv
-
-    if not path.exists():
-        return [], []
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, [])
-        return header, [row for row in reader if row]
-
-
-def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
-    import csv
-
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else
-                             repr(v) if isinstance(v, float) else v for v in row])
-    os.replace(tmp, path)
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _numeric(text: str) -> bool:
     """Empty or a number (empty cells and nan are allowed in numeric columns)."""
-    return text == "" or not math.isnan(_float(text)) or text.strip().lower() == "nan"
+    return text == "" or not math.isnan(to_float(text)) or text.strip().lower() == "nan"
 
 
 __all__ = ["Job", "jobs", "condition_id", "run_sweep", "resume_sweep", "aggregate", "mean_ci", "run_job"]

@@ -16,7 +16,7 @@ like a credential.
 from __future__ import annotations
 
 import contextlib
-import math
+import dataclasses
 import os
 import random
 import re
@@ -28,20 +28,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["ALLOWED_SETTINGS", "WandbLogger", "sanitize_config"]
+from socialgym.experiments.config import WandbConfig, wandb_section
+from socialgym.experiments.files import finite_number
+from socialgym.experiments.recorder import ACTION_COUNTS, REWARD_COLUMNS
+from socialgym.llm.sanitize import drop_secrets
+from socialgym.platform.actions import PUBLIC_TYPES
 
-REWARD_KEYS: tuple[str, ...] = ("SOC", "INF", "PRE", "COORD", "EMO", "total")
-ACTION_KEYS: tuple[str, ...] = ("POST", "COM", "DM", "NOT", "votes_up", "votes_down", "invalid")
+__all__ = ["ALLOWED_SETTINGS", "WandbLogger"]
+
 LLM_KEYS: Mapping[str, str] = {"llm_calls": "llm/calls", "prompt_tokens": "llm/prompt_tokens",
                                "completion_tokens": "llm/completion_tokens"}
 POST_COLUMNS: tuple[str, ...] = ("round", "sender", "kind", "topic", "text")
-MODES: tuple[str, ...] = ("online", "offline", "disabled")
-DEFAULTS: Mapping[str, Any] = {
-    "entity": None, "mode": "offline", "tags": (), "name": None, "group": None,
-    "histograms": True, "sample_posts": 10, "graph_every": 0,
-}
-ALLOWED_SETTINGS: tuple[str, ...] = ("project", *DEFAULTS)
-SECRET_KEY_PARTS: tuple[str, ...] = ("api_key", "token", "secret", "password")
+ALLOWED_SETTINGS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(WandbConfig))
 
 # wandb.Table refuses to log more rows than this (Table.MAX_ROWS) outside artifacts.
 MAX_TABLE_ROWS = 10_000
@@ -53,64 +51,8 @@ _AGENT_INDEX = re.compile(r"(\d+)$")
 
 _MISSING_WANDB = "logging.wandb is configured but wandb is not installed: pip install 'socialgym[wandb]'"
 
-
-def sanitize_config(value: Any) -> Any:
-    """A plain-data copy of ``value`` without any mapping key whose name contains (in any case)
-    ``api_key``, ``token``, ``secret`` or ``password``, at any depth."""
-    if isinstance(value, Mapping):
-        return {str(k): sanitize_config(v) for k, v in value.items()
-                if not any(part in str(k).lower() for part in SECRET_KEY_PARTS)}
-    if isinstance(value, (list, tuple)):
-        return [sanitize_config(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def _validate(settings: Mapping) -> dict[str, Any]:
-    """The ``logging.wandb`` section with defaults filled in; ValueError on anything invalid."""
-    if not isinstance(settings, Mapping):
-        raise ValueError(f"logging.wandb must be a mapping, got {type(settings).__name__}")
-    unknown = [str(k) for k in settings if k not in ALLOWED_SETTINGS]
-    if unknown:
-        raise ValueError(f"logging.wandb: unknown key(s) {', '.join(map(repr, unknown))}; "
-                         f"allowed: {', '.join(ALLOWED_SETTINGS)}")
-    out = {**DEFAULTS, **settings}
-    project = out.get("project")
-    if not isinstance(project, str) or not project.strip():
-        raise ValueError("logging.wandb.project is required (a non-empty string)")
-    for key in ("entity", "name", "group"):
-        if out[key] is not None and not isinstance(out[key], str):
-            raise ValueError(f"logging.wandb.{key} must be a string, got {out[key]!r}")
-    if out["mode"] not in MODES:
-        raise ValueError(f"logging.wandb.mode must be one of {', '.join(MODES)}, got {out['mode']!r}")
-    tags = out["tags"] if out["tags"] is not None else ()
-    if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
-        raise ValueError(f"logging.wandb.tags must be a list of strings, got {tags!r}")
-    out["tags"] = list(tags)
-    if not isinstance(out["histograms"], bool):
-        raise ValueError(f"logging.wandb.histograms must be true or false, got {out['histograms']!r}")
-    for key in ("sample_posts", "graph_every"):
-        v = out[key]
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"logging.wandb.{key} must be an integer >= 0, got {v!r}")
-        out[key] = int(v)
-    return out
-
-
-def _number(value: Any) -> float | None:
-    """``value`` as a finite float, or None (None, '', NaN, inf and non-numbers alike)."""
-    if value is None or isinstance(value, str) and not value.strip():
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
 def _mean(values: Sequence[Any]) -> float | None:
-    xs = [x for x in map(_number, values) if x is not None]
+    xs = [x for x in map(finite_number, values) if x is not None]
     return sum(xs) / len(xs) if xs else None
 
 
@@ -135,8 +77,9 @@ def _env_default(name: str, value: str) -> Iterator[None]:
 class WandbLogger:
     """One simulation run as one wandb run, stored under ``run_dir/wandb``.
 
-    ``settings`` is the ``logging.wandb`` config section (see ``ALLOWED_SETTINGS``); ``config``
-    the resolved experiment config, logged as the run config after ``sanitize_config``. ``name``
+    ``settings`` is the ``logging.wandb`` config section (a ``WandbConfig``, or a mapping
+    checked by ``wandb_section``; see ``ALLOWED_SETTINGS``); ``config`` the resolved experiment
+    config, logged as the run config after ``drop_secrets``. ``name``
     and ``group``, when given, take precedence over the settings' ones. ``groups`` maps agent ids
     (``agent_<i>``) to group labels for the tie graph's colours; ``log_round`` also learns them
     from the rows' ``group`` column.
@@ -144,10 +87,11 @@ class WandbLogger:
     Use ``log_round`` once per round, then ``finish`` (or use the logger as a context manager).
     """
 
-    def __init__(self, settings: Mapping, run_dir: str | Path, config: Mapping,
+    def __init__(self, settings: WandbConfig | Mapping, run_dir: str | Path, config: Mapping,
                  name: str | None = None, group: str | None = None,
                  groups: Mapping[str, str] | None = None) -> None:
-        s = _validate(settings)
+        checked = settings if isinstance(settings, WandbConfig) else wandb_section(settings)
+        s = {**dataclasses.asdict(checked), "tags": list(checked.tags)}
         self.settings = s
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -189,7 +133,7 @@ class WandbLogger:
         }
         return wandb.init(
             project=s["project"], entity=s["entity"], name=name, group=group,
-            tags=s["tags"] or None, config=sanitize_config(config), dir=str(self.run_dir),
+            tags=s["tags"] or None, config=drop_secrets(config), dir=str(self.run_dir),
             mode=s["mode"],
             # several loggers may live in one process (a sweep's runs, tests): never hand back
             # or finish another logger's run
@@ -213,15 +157,15 @@ class WandbLogger:
             if label:
                 self._groups[str(row.get("agent"))] = str(label)
         self._rewards(rows, data)
-        for key in ACTION_KEYS:
-            xs = [x for x in (_number(r.get(key)) for r in rows) if x is not None]
+        for key in ACTION_COUNTS:
+            xs = [x for x in (finite_number(r.get(key)) for r in rows) if x is not None]
             if xs:
                 data[f"actions/{key}"] = sum(xs)
-        fallbacks = [x for x in (_number(r.get("fallbacks")) for r in rows) if x is not None]
+        fallbacks = [x for x in (finite_number(r.get("fallbacks")) for r in rows) if x is not None]
         if fallbacks:
             data["llm/fallbacks"] = sum(fallbacks)
         for key, value in (network or {}).items():
-            x = _number(value)
+            x = finite_number(value)
             if key == "round" or x is None:
                 continue
             if key in LLM_KEYS:
@@ -232,7 +176,7 @@ class WandbLogger:
             else:
                 data[f"network/{key}"] = x
         if self.settings["histograms"]:
-            totals = np.array([x for x in (_number(r.get("total")) for r in rows) if x is not None])
+            totals = np.array([x for x in (finite_number(r.get("total")) for r in rows) if x is not None])
             if totals.size:
                 data["hist/agent_total"] = wandb.Histogram(totals, num_bins=min(64, max(1, totals.size)))
             strengths = self._tie_values(ties)
@@ -251,7 +195,7 @@ class WandbLogger:
         self._last_round = max(self._last_round, round)
 
     def _rewards(self, rows: Sequence[Mapping], data: dict[str, Any]) -> None:
-        for key in REWARD_KEYS:
+        for key in REWARD_COLUMNS:
             m = _mean([r.get(key) for r in rows])
             if m is not None:
                 data[f"rewards/{key}"] = m
@@ -261,7 +205,7 @@ class WandbLogger:
             if label:
                 by_group.setdefault(str(label), []).append(r)
         for label, members in sorted(by_group.items()):
-            for key in REWARD_KEYS:
+            for key in REWARD_COLUMNS:
                 m = _mean([r.get(key) for r in members])
                 if m is not None:
                     data[f"rewards_by_group/{_key_part(label)}/{key}"] = m
@@ -281,7 +225,7 @@ class WandbLogger:
     def _sample_posts(self, round: int, posts: Sequence[Mapping]) -> None:
         k = self.settings["sample_posts"]
         room = MAX_TABLE_ROWS - len(self._posts)
-        candidates = [p for p in posts if p.get("kind") in ("POST", "COM") and p.get("text")]
+        candidates = [p for p in posts if p.get("kind") in PUBLIC_TYPES and p.get("text")]
         k = min(k, room, len(candidates))
         if k <= 0:
             return

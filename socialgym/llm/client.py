@@ -49,6 +49,7 @@ from socialgym.llm.prompts import REPAIR
 from socialgym.llm.sanitize import encodable, one_line, redact, scrub, unencodable_strings
 from socialgym.llm.schemas import Checked, parse_json
 from socialgym.llm.usage import Call, Usage
+from socialgym.platform.validation import check_int, is_number
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
@@ -155,8 +156,7 @@ class LLMClient:
             raise ValueError(f"structured must be one of {STRUCTURED_MODES}, got {structured!r}")
         for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_retries", max_retries, 0),
                                  ("max_repairs", max_repairs, 0), ("max_tokens", max_tokens, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+            check_int(name, value, low, numpy=False)
         for name, value in (("timeout", timeout), ("backoff", backoff), ("max_backoff", max_backoff)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -547,9 +547,7 @@ def _tokens(usage: Any, field: str) -> int:
             value = float(value.strip())
         except ValueError:
             return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0
-    if value != value or value in (float("inf"), float("-inf")) or value < 0 or value >= 2**53:
+    if not is_number(value, numpy=False) or value < 0 or value >= 2**53:
         return 0                  # >= 2**53: no real count; it would overflow SQLite and float sums
     return int(value)
 

@@ -7,6 +7,8 @@ downloaded at run time::
     with local_server() as server:
         client = LLMClient(server.base_url, server.model, api_key=server.api_key)
 
+(:func:`socialgym.llm.connect.open_client` does this for the commands, and closes both.)
+
 The server listens on a free loopback port and evaluates one request at a time. llama.cpp keeps
 the last prompt's KV cache and re-uses the prefix the next prompt shares with it, so requests
 sent one after another (``LLMClient(max_concurrency=1)``) whose prompts start alike (the game

@@ -1,5 +1,8 @@
 """Keeping secrets and unencodable text out of everything the LLM layer stores.
 
+Settings that hold a credential (a key named ``api_key``, ``*token*``, ``*secret*``,
+``*password*``) are left out of every config a run writes or logs: :func:`drop_secrets`.
+
 Servers echo what they were sent: a wrong API key comes back in the 401's message ("Incorrect
 API key provided: sk-..."), some proxies echo the ``Authorization`` header. Every text that came
 from a server and is kept (error messages, usage records, fallback reasons, checkpoint state,
@@ -14,9 +17,16 @@ with U+FFFD where a record must be written anyway (transcripts, error texts).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from os import PathLike
 from typing import Any
 
 REDACTED = "***"
+SECRET_KEY = re.compile(r"api_key|token|secret|password", re.IGNORECASE)
+"""A setting whose name matches holds a credential (``api_key``, ``hf_token``, ``Auth_Token``...)."""
+NOT_SECRET = frozenset({"api_key_env"})
+"""Names that match :data:`SECRET_KEY` but hold no secret: ``api_key_env`` names the
+environment variable the key is read from (a resumed run needs it)."""
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s\"'`,;]+")
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -35,6 +45,20 @@ def redact(text: Any, *secrets: str | None) -> str:
             text = re.sub(rf"(?<![\w.\-]){re.escape(secret)}(?![\w\-])", REDACTED, text)
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
     return _OPENAI_KEY.sub(REDACTED, text)
+
+
+def drop_secrets(value: Any) -> Any:
+    """A plain-data copy of ``value`` without any mapping key that names a credential
+    (:data:`SECRET_KEY`, in any case, except :data:`NOT_SECRET`), at any depth: mappings become
+    dicts with string keys, lists and tuples lists, paths strings."""
+    if isinstance(value, Mapping):
+        return {str(k): drop_secrets(v) for k, v in value.items()
+                if str(k) in NOT_SECRET or not SECRET_KEY.search(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [drop_secrets(v) for v in value]
+    if isinstance(value, PathLike):
+        return str(value)
+    return value
 
 
 def encodable(text: str) -> bool:

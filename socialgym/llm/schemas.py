@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from socialgym.llm.sanitize import unencodable_strings
-from socialgym.platform.actions import TONES
+from socialgym.platform.actions import PUBLIC_TYPES, TONES
+from socialgym.platform.validation import is_int
 
 TEXT_MAX = 280
 TOPIC_MAX = 40
@@ -202,10 +203,10 @@ def _check_action(action: Any, ctx: PlanContext) -> dict:
             raise ValueError(f"topic {out['topic']!r} is not one of {list(ctx.topics)}")
     if kind == "COM":
         target = action.get("target_id")
-        if not _is_int(target) or target not in ctx.posts:
+        if not is_int(target, numpy=False) or target not in ctx.posts:
             raise ValueError(f"target_id {target!r} is not one of the listed post ids {list(ctx.posts)}")
         out["target_id"] = int(target)
-    if kind in ("POST", "COM"):
+    if kind in PUBLIC_TYPES:
         mention = action.get("mention")
         if mention is not None and mention not in ctx.users:
             raise ValueError(f"mention {mention!r} is not one of the listed users")
@@ -218,7 +219,7 @@ def _check_action(action: Any, ctx: PlanContext) -> dict:
             out["target_id"] = None
         else:
             authors = dict(ctx.dms)
-            if not _is_int(target) or target not in authors:
+            if not is_int(target, numpy=False) or target not in authors:
                 raise ValueError(f"target_id {target!r} is not one of your DM ids {list(authors)} "
                                  f"(use null for a cold DM)")
             if recipient != authors[target]:
@@ -227,10 +228,6 @@ def _check_action(action: Any, ctx: PlanContext) -> dict:
             out["target_id"] = int(target)
         out["recipient"] = recipient
     return out
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _tone(tone: Any) -> str:
@@ -294,7 +291,7 @@ def check_votes(value: Any, item_ids: Sequence[int]) -> Checked:
     for key, vote in votes.items():
         if str(key) not in allowed:
             errors.append(f"{key!r} is not one of the item ids {list(item_ids)}")
-        elif not _is_int(vote) or vote not in (-1, 0, 1):
+        elif not is_int(vote, numpy=False) or vote not in (-1, 0, 1):
             errors.append(f"vote on {key} must be 1, 0 or -1, got {vote!r}")
         else:
             out[allowed[str(key)]] = vote
@@ -323,7 +320,7 @@ def check_ties(value: Any, peers: Sequence[str]) -> Checked:
         score = rating.get("score") if isinstance(rating, dict) else rating
         if peer not in peers:
             errors.append(f"{peer!r} is not one of your peers {list(peers)}")
-        elif not _is_int(score) or not 0 <= score <= 5:
+        elif not is_int(score, numpy=False) or not 0 <= score <= 5:
             errors.append(f"score for {peer} must be an integer 0-5, got {score!r}")
         else:
             out[peer] = score
@@ -362,7 +359,7 @@ def check_survey(value: Any, n_items: int) -> Checked:
     out, errors = {}, []
     for i in range(n_items):
         a = answers.get(f"q{i + 1}")
-        if not _is_int(a) or not 1 <= a <= 5:
+        if not is_int(a, numpy=False) or not 1 <= a <= 5:
             errors.append(f"q{i + 1} must be an integer 1-5, got {a!r}")
         else:
             out[i] = a

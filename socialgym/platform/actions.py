@@ -10,6 +10,10 @@ import numpy as np
 # Action type codes; the numeric action encoding uses the same numbers.
 POST, COM, DM, NOT = 0, 1, 2, 3
 ACTION_TYPES: tuple[str, ...] = ("POST", "COM", "DM", "NOT")
+CONTENT_TYPES: tuple[str, ...] = ACTION_TYPES[:NOT]
+"""POST, COM, DM: the types that create content (NOT creates nothing and is not stored)."""
+PUBLIC_TYPES: tuple[str, ...] = ACTION_TYPES[:DM]
+"""POST, COM: public content (B_t^PUB); DMs are private."""
 TONES: tuple[str, ...] = ("supportive", "neutral", "critical")
 TONE_SENTIMENT = np.array([1.0, 0.0, -1.0])  # s(a) of an action without text (SPEC §1)
 

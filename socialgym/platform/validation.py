@@ -1,10 +1,22 @@
-"""Checks shared by the environments: seeds, text encodability, and use before ``reset()``."""
+"""Checks shared across the package: scalar settings (integers, finite numbers, ranges), seeds,
+text encodability, use before ``reset()``, and how a bad value is quoted in a message.
+
+The scalar checks are the one place that says what counts as an integer (``int``, with
+``numpy=True`` numpy's integers too; never a bool) and as a number (a finite ``int`` or
+``float``, numpy's with ``numpy=True``; never a bool). Callers whose messages have their own
+wording use the predicates :func:`is_int` and :func:`is_number`; the others raise through
+:func:`check_int`, :func:`check_finite` and :func:`check_range`.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+
+MAX_SHOWN_CHARS = 80
+"""Longest value quoted in an error message (cut with "…")."""
 
 
 class NotResetError(RuntimeError):
@@ -16,6 +28,58 @@ class NotResetError(RuntimeError):
                          f"call reset() first")
 
 
+def show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters with "…" (error messages stay one short line)."""
+    try:
+        text = repr(value)
+    except Exception:                            # noqa: BLE001 -- a broken or huge __repr__
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def is_int(value: Any, *, numpy: bool = True) -> bool:
+    """Whether ``value`` is an integer: an ``int`` (with ``numpy``, also a numpy integer), not a bool."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer) if numpy else int)
+
+
+def is_number(value: Any, *, numpy: bool = True) -> bool:
+    """Whether ``value`` is a finite real number: an ``int`` or ``float`` (with ``numpy``, also
+    numpy's), not a bool, NaN or an infinity."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating) if numpy
+                                                 else (int, float)):
+        return False
+    return is_int(value) or math.isfinite(value)
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None, *, limit: str | None = None,
+              numpy: bool = True) -> int:
+    """``value`` as an int, or a ValueError "``name`` must be an integer >= low [and <= high
+    (limit)], got ..." when it is no integer (:func:`is_int`) or out of range."""
+    if not is_int(value, numpy=numpy) or value < low or (high is not None and value > high):
+        upper = "" if high is None else f" and <= {high}" + (f" ({limit})" if limit else "")
+        raise ValueError(f"{name} must be an integer >= {low}{upper}, got {show(value)}")
+    return int(value)
+
+
+def check_finite(name: str, value: Any, *, numpy: bool = True) -> float:
+    """``value`` as a float, or a ValueError "``name`` must be a finite number, got ..."
+    when it is no finite number (:func:`is_number`)."""
+    if not is_number(value, numpy=numpy):
+        raise ValueError(f"{name} must be a finite number, got {show(value)}")
+    return float(value)
+
+
+def check_range(name: str, value: Any, low: float, high: float, *, low_open: bool = False,
+                high_open: bool = False) -> float:
+    """``value`` as a float in [low, high] — ``(`` / ``)`` with ``low_open`` / ``high_open`` —
+    or a ValueError that names ``name`` and the interval."""
+    x = check_finite(name, value)
+    if not ((x > low if low_open else x >= low) and (x < high if high_open else x <= high)):
+        raise ValueError(f"{name} must lie in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}, "
+                         f"got {show(value)}")
+    return x
+
+
 def check_seed(seed: Any, name: str = "seed") -> int | None:
     """``seed`` as a Python int (or None): any integer >= 0 (Python or numpy; numpy seeds
     any size of non-negative integer). Bools, floats, strings and other objects are a
@@ -23,7 +87,7 @@ def check_seed(seed: Any, name: str = "seed") -> int | None:
     if seed is None:
         return None
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"{name} must be None or an integer >= 0, got {type(seed).__name__} {_short(seed)}")
+        raise TypeError(f"{name} must be None or an integer >= 0, got {type(seed).__name__} {show(seed, 60)}")
     if seed < 0:
         raise ValueError(f"{name} must be None or an integer >= 0, got {int(seed)}")
     return int(seed)
@@ -39,8 +103,3 @@ def utf8_problem(text: str) -> str | None:
     except UnicodeEncodeError as exc:
         return f"not valid UTF-8: {exc.reason} {text[exc.start:exc.end]!r} at character {exc.start}"
     return None
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -19,19 +19,18 @@ from __future__ import annotations
 import base64
 import csv
 import json
-import math
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
+from socialgym.experiments.files import finite_number, read_csv, read_json, read_jsonl, to_float
+from socialgym.experiments.recorder import COUNT_COLUMNS, REWARD_COLUMNS
+from socialgym.platform.actions import CONTENT_TYPES
 
 FORMAT = "socialgym-viewer/1"
-ITEM_KINDS = ("POST", "COM", "DM")
-REWARD_COLUMNS = (*REWARD_NAMES, "total")
-COUNT_COLUMNS = ("POST", "COM", "DM", "NOT", "votes_up", "votes_down", "invalid", "fallbacks")
 THETA = 0.1                   # SPEC §4: W_ud >= theta, default 0.1 (socialgym.metrics.network_metrics)
 LAYOUT_SEED = 0               # networkx spring_layout seed: the same ties give the same picture
 SPRING_MAX_NODES = 2000       # above this the layout is a seeded random one (spring would take minutes)
@@ -67,28 +66,18 @@ def decode(column: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(column["b64"]), dtype=np.dtype(column["dtype"]))
 
 
+_UNREADABLE = object()
+
+
 def _read_json(path: Path, notices: list[str]) -> Any:
+    """The JSON in ``path``, None when there is no such file or (with a notice) it cannot be read."""
     if not path.is_file():
         return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
-        notices.append(f"{path.name} could not be read ({type(exc).__name__}); what it holds is not shown.")
+    value = read_json(path, _UNREADABLE, errors="replace")
+    if value is _UNREADABLE:
+        notices.append(f"{path.name} could not be read; what it holds is not shown.")
         return None
-
-
-def _jsonl(path: Path) -> Iterator[tuple[dict | None, int]]:
-    """(object or None when the line is not a JSON object, line number) per non-empty line."""
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError:
-                yield None, number
-                continue
-            yield (value if isinstance(value, dict) else None), number
+    return value
 
 
 def _int(value: Any) -> int | None:
@@ -104,23 +93,6 @@ def _int(value: Any) -> int | None:
         except ValueError:
             return None
     return None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out
-
-
-def _cell_float(cell: str) -> float:
-    try:
-        return float(cell)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _plural(n: int, word: str) -> str:
@@ -340,10 +312,7 @@ def _read_rounds(file: Path, notices: list[str]) -> dict[str, list[str]] | None:
         notices.append("No rounds.csv: rewards and action counts per round are not available.")
         return None
     try:
-        with file.open(newline="", encoding="utf-8", errors="replace") as f:
-            reader = csv.reader(f)
-            header = next(reader, [])
-            rows = [row for row in reader if row]
+        header, rows = read_csv(file, errors="replace")
     except (OSError, csv.Error) as exc:
         notices.append(f"rounds.csv could not be read ({type(exc).__name__}): rewards are not shown.")
         return None
@@ -381,7 +350,7 @@ def _fill_rounds(cols, agents: _Agents, rewards, counts, groups, policies, coach
             coached[i] = 1
         for c, name in enumerate(REWARD_COLUMNS):
             if name in cols:
-                rewards[r - 1, i, c] = _cell_float(cols[name][k])
+                rewards[r - 1, i, c] = to_float(cols[name][k])
         for c, name in enumerate(COUNT_COLUMNS):
             if name in cols:
                 v = _int(cols[name][k])
@@ -438,7 +407,7 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
     items, votes, ties = [], [], []
     bad, other = 0, 0
     try:
-        for e, _ in _jsonl(file):
+        for e, _ in read_jsonl(file):
             if e is None:
                 bad += 1
                 continue
@@ -446,7 +415,7 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
             if r is None or r < 1:
                 bad += 1
                 continue
-            if kind in ITEM_KINDS:
+            if kind in CONTENT_TYPES:
                 cid = _int(e.get("id"))
                 if cid is None or not isinstance(e.get("sender"), str):
                     bad += 1
@@ -459,7 +428,7 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
                     continue
                 votes.append((r, e["sender"], cid, e.get("recipient"), value))
             elif kind == "TIE":
-                nums = [_num(e.get(k)) for k in ("before", "after", "evidence")]
+                nums = [to_float(e.get(k), None) for k in ("before", "after", "evidence")]
                 if not isinstance(e.get("src"), str) or not isinstance(e.get("dst"), str) or None in nums:
                     bad += 1
                     continue
@@ -489,7 +458,7 @@ def _items_table(items: list, topics: list[str], agents: _Agents) -> dict:
     for k, (r, kind, e) in enumerate(items):
         cols["id"][k] = _int(e.get("id"))
         cols["round"][k] = r
-        cols["kind"][k] = ITEM_KINDS.index(kind)
+        cols["kind"][k] = CONTENT_TYPES.index(kind)
         cols["author"][k] = agents.get(e.get("sender"))
         rcp = e.get("recipient")
         cols["recipient"][k] = agents.get(rcp) if isinstance(rcp, str) else -1
@@ -497,8 +466,7 @@ def _items_table(items: list, topics: list[str], agents: _Agents) -> dict:
         cols["target"][k] = -1 if tgt is None else tgt
         top = e.get("topic")
         cols["topic"][k] = topic_index.get(str(top), -1) if top is not None else -1
-        s = _num(e.get("sentiment"))
-        sentiment[k] = np.nan if s is None else s
+        sentiment[k] = to_float(e.get("sentiment"))
         text = e.get("text")
         texts.append(text if isinstance(text, str) else "" if text is None else str(text))
         mentions = e.get("mentions")
@@ -510,7 +478,7 @@ def _items_table(items: list, topics: list[str], agents: _Agents) -> dict:
     small = {"round": "<i2", "kind": "|u1"}
     out = {"n": m, **{k: encode(v, small.get(k, "<i4")) for k, v in cols.items()}, "sentiment": encode(sentiment, "<f8"),
            "text": texts, "mention_row": encode(m_row, "<i4"), "mention_agent": encode(m_agent, "<i4"),
-           "kinds": list(ITEM_KINDS)}
+           "kinds": list(CONTENT_TYPES)}
     return out
 
 
@@ -557,7 +525,7 @@ def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_c
     bad = 0
     rows: list[tuple[str, list]] = []
     try:
-        for e, _ in _jsonl(file):
+        for e, _ in read_jsonl(file):
             if e is None or not isinstance(e.get("messages"), list):
                 bad += 1
                 continue
@@ -706,22 +674,19 @@ def _read_network(file: Path) -> dict:
     if not file.is_file():
         return out
     try:
-        with file.open(newline="", encoding="utf-8", errors="replace") as f:
-            reader = csv.reader(f)
-            header = next(reader, [])
-            for row in reader:
-                if len(row) != len(header):
-                    continue
-                cells = dict(zip(header, row))
-                r = _int(cells.get("round"))
-                if r is None:
-                    continue
-                out["round"].append(r)
-                for key in ("n_edges", "density"):
-                    v = _cell_float(cells.get(key, ""))
-                    out[key].append(v if math.isfinite(v) else None)
+        header, rows = read_csv(file, errors="replace")
     except (OSError, csv.Error):
-        return {"round": [], "n_edges": [], "density": []}
+        return out
+    for row in rows:
+        if len(row) != len(header):
+            continue
+        cells = dict(zip(header, row))
+        r = _int(cells.get("round"))
+        if r is None:
+            continue
+        out["round"].append(r)
+        for key in ("n_edges", "density"):
+            out[key].append(finite_number(cells.get(key, "")))
     return out
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from socialgym.discussion import MODERATOR, STRATEGIES, STRATEGY_LABELS
-from socialgym.viewer.data import FORMAT, _jsonl, _num, _plural, _read_json
+from socialgym.experiments.files import read_jsonl, to_float
+from socialgym.viewer.data import FORMAT, _plural, _read_json
 
 TURN_KEYS = ("turn", "user_turn", "agent", "username", "role", "text", "mentions", "warned", "banned",
              "content_id", "toxicity", "argument_quality", "toxicity_ratings", "argument_quality_ratings",
@@ -25,7 +26,7 @@ def load_discussions(run_dir: str | Path) -> dict:
     notices: list[str] = []
     records, bad = [], 0
     try:
-        for rec, _ in _jsonl(path / "discussions.jsonl"):
+        for rec, _ in read_jsonl(path / "discussions.jsonl"):
             if rec is None or not isinstance(rec.get("turns"), list) or not isinstance(rec.get("strategy"), str):
                 bad += 1
                 continue
@@ -87,7 +88,8 @@ def _record(rec: dict) -> dict:
             row[key] = row[key] if isinstance(row[key], list) else []
         row["warned"] = [str(u) for u in row["warned"]]
         row["banned"] = [str(u) for u in row["banned"]]
-        row["toxicity"], row["argument_quality"] = _num(row["toxicity"]), _num(row["argument_quality"])
+        for key in ("toxicity", "argument_quality"):
+            row[key] = to_float(row[key], None)
         if row["invalid"]:
             row["invalid"] = [_invalid_line(x) for x in row["invalid"]]
         turns.append(row)
@@ -96,5 +98,5 @@ def _record(rec: dict) -> dict:
     return {"key": str(rec.get("key", "")), "strategy": rec["strategy"], "index": rec.get("index"),
             "topic": str(rec.get("topic") or ""), "users": {str(k): str(v) for k, v in users.items()},
             "roles": {str(k): str(v) for k, v in roles.items()}, "turns": turns,
-            "diversity": _num(rec.get("diversity")), "interventions": rec.get("interventions"),
+            "diversity": to_float(rec.get("diversity"), None), "interventions": rec.get("interventions"),
             "bans": rec.get("bans"), "seed": rec.get("seed")}

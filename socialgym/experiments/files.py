@@ -1,0 +1,106 @@
+"""Reading and writing the small files of a run directory: JSON, JSON lines, CSV, and the
+numbers in their cells. Shared by the runner, sweeps, studies, the moderation experiment, the
+report, the viewer and the wandb logger.
+
+Writers are atomic (a temporary file renamed over the target: a reader sees the old file or the
+new one, never half of one); readers forgive what a killed run leaves behind (a missing file, a
+half-written last line) and say so in their return value rather than raising.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+
+# ---------------------------------------------------------------------------------- JSON
+def read_json(path: Path, default: Any = None, *, errors: str = "strict") -> Any:
+    """The JSON value in ``path``; ``default`` when the file is missing, cannot be read or is
+    not JSON (``errors="replace"`` reads bytes that are not UTF-8 as U+FFFD instead)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8", errors=errors))
+    except (OSError, ValueError):
+        return default
+
+
+def write_json(path: Path, value: Any, *, default=None, ensure_ascii: bool = False) -> None:
+    """``value`` as indented JSON, atomically: the old file or the new one, never half."""
+    path = Path(path)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=ensure_ascii, default=default) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[dict | None, int]]:
+    """(the object, or None when the line is not a JSON object; its line number) for every
+    non-empty line of a JSON-lines file. Bytes that are not UTF-8 are read as U+FFFD."""
+    with Path(path).open(encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                yield None, number
+                continue
+            yield (value if isinstance(value, dict) else None), number
+
+
+# ---------------------------------------------------------------------------------- CSV
+def read_csv(path: Path, *, errors: str = "strict") -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of a CSV file, empty lines left out (rows may be shorter or longer than
+    the header: a line being written when a run stopped); ``([], [])`` when the file is missing.
+    Raises OSError, csv.Error or (``errors="strict"``) UnicodeDecodeError."""
+    path = Path(path)
+    if not path.exists():
+        return [], []
+    with path.open(newline="", encoding="utf-8", errors=errors) as f:
+        reader = csv.reader(f)
+        header = next(reader, [])
+        return header, [row for row in reader if row]
+
+
+def read_records(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV file as dicts keyed by its header."""
+    with Path(path).open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence]) -> None:
+    """A CSV file, atomically; floats written exactly (``repr``), NaN as an empty cell."""
+    path = Path(path)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else
+                             repr(v) if isinstance(v, float) else v for v in row])
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------- numbers
+def to_float(value: Any, default: Any = math.nan) -> Any:
+    """``value`` (a number, or text such as a CSV cell) as a float — NaN and infinities
+    included; ``default`` for anything else: None, empty or other text, bools."""
+    if isinstance(value, bool):
+        return default
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float (see :func:`to_float`), or None (None, '', NaN, inf and
+    non-numbers alike)."""
+    x = to_float(value)
+    return x if math.isfinite(x) else None
+
+
+__all__ = ["read_json", "write_json", "read_jsonl", "read_csv", "read_records", "write_csv", "to_float",
+           "finite_number"]
