@@ -11,9 +11,10 @@ episode return is its λ-weighted total summed over rounds, with the episode's �
 single-reward task, the reset's draw for ``mixed``); the mean over agents is one sample per
 episode, and the table gives the mean over episodes with a 95 % t-interval.
 
-PPO is trained on each *small* task with the default ``Args`` of socialgym/baselines/ppo.py
-(``--train``; models in ``--models/<objective>/``); a large task is played by the model of its
-small task (the per-agent interface is the same, so the network acts at any population size).
+PPO is trained on each *small* task with the default ``Args`` of socialgym/baselines/ppo.py,
+PRE with more iterations (``ITERATIONS``), by ``--train`` (models in ``--models/<objective>/``);
+a large task is played by the model of its small task (the per-agent interface is the same, so
+the network acts at any population size).
 
 Learnability (socialgym's own test of the core paper's claim 2): per single-reward task the
 normalised gain (PPO − random) / (greedy − random) on the held-out seeds, and the first
@@ -45,13 +46,16 @@ from _docs import DOCS, write_section  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results_tasks.json"
 MODELS = Path("runs/tasks")
 POLICIES = ("random", "greedy", "ppo")
-LABELS = {"random": "random", "greedy": "greedy", "ppo": "PPO"}
-LATER = ("LLM",)        # the embedded-model column: not measured yet (see docs/tasks.md)
+LABELS = {"random": "random", "greedy": "greedy", "ppo": "PPO", "llm": "LLM"}
 
 
-def make_policy(name: str, seed: int, model: Path | None = None):
+def make_policy(name: str, seed: int, model: Path | None = None, client=None):
     from socialgym.baselines import GreedyPolicy, RandomPolicy
 
+    if name == "llm":                   # the embedded model, with the demo's compact prompts
+        from socialgym.agents import LLMPolicy
+        from socialgym.agents.demo import COMPACT_POLICY
+        return LLMPolicy(client, **COMPACT_POLICY, seed=seed)
     if name == "ppo":
         from socialgym.baselines.ppo import TorchPolicy
         return TorchPolicy.load(model, seed=seed)
@@ -59,14 +63,14 @@ def make_policy(name: str, seed: int, model: Path | None = None):
 
 
 def measure(task_id: str, policy: str, episodes: int, seed: int, model: Path | None = None,
-            overrides: dict | None = None) -> dict:
+            overrides: dict | None = None, client=None) -> dict:
     """Mean episode return per agent (and per component) of ``policy`` on ``task_id`` (with
     FeedConfig ``overrides``, e.g. another population size)."""
     from socialgym.experiments.evaluate import evaluate
     from socialgym.config import REWARD_NAMES
 
     start = time.perf_counter()
-    row = evaluate({policy: lambda: make_policy(policy, seed, model)}, task_id, overrides=overrides,
+    row = evaluate({policy: lambda: make_policy(policy, seed, model, client)}, task_id, overrides=overrides,
                    episodes=episodes, seed=seed)[0]
     return {"task": task_id, "policy": policy, "episodes": episodes, "seeds": [seed, seed + episodes - 1],
             "return_mean": row["total"], "return_ci95": row["total_ci95"], "returns": row["returns"],
@@ -74,13 +78,43 @@ def measure(task_id: str, policy: str, episodes: int, seed: int, model: Path | N
             **({"model": str(model)} if model else {}), **({"overrides": overrides} if overrides else {})}
 
 
+ITERATIONS = {"PRE": 1000}
+"""Tasks trained longer than Args' default 500 iterations: PRE's validation return was still
+rising at 500, just under greedy's, and passed it at about 800 (its train_log.csv has the curve)."""
+
+
+def measure_llm(objectives: list[str], episodes: int, seed: int) -> list[dict]:
+    """The LLM policy on the embedded model (one request at a time), per small task; each row
+    also records the requests made and the share of LLM tasks that fell back."""
+    from socialgym.experiments.runner import fallback_share
+    from socialgym.llm import open_client
+    from socialgym.tasks import task_id
+
+    rows = []
+    with open_client(None, max_concurrency=1) as client:
+        for objective in objectives:
+            before_calls, before_fallbacks = len(client.usage.calls), len(client.usage.fallbacks)
+            row = measure(task_id(objective), "llm", episodes, seed, client=client)
+            usage = type(client.usage)()
+            usage.calls = client.usage.calls[before_calls:]
+            usage.fallbacks = client.usage.fallbacks[before_fallbacks:]
+            row.update({"requests": len(usage.calls), "fallback_share": fallback_share(usage)})
+            rows.append(row)
+            print(f"{task_id(objective):<34} llm     {row['return_mean']:8.3f} ± {row['return_ci95']:.3f}  "
+                  f"({row['seconds']:.0f} s, {row['requests']} requests, fallback share "
+                  f"{row['fallback_share']:.1%})", flush=True)
+    return rows
+
+
 def train_ppo(objective: str, models: Path, iterations: int | None) -> dict:
-    """Train PPO on the small task of ``objective`` with the default Args; returns its budget."""
+    """Train PPO on the small task of ``objective`` with the default Args (and ITERATIONS);
+    returns its budget."""
     import dataclasses
 
     from socialgym.baselines import ppo
 
     args = ppo.Args(task=objective, out=str(models / objective))
+    iterations = iterations or ITERATIONS.get(objective)
     if iterations:
         args = dataclasses.replace(args, iterations=iterations)
     print(f"training PPO on {objective}: {args.iterations} iterations x {args.num_envs} episodes", flush=True)
@@ -104,10 +138,11 @@ def read_log(directory: Path) -> list[dict]:
 
 
 def iterations_to(rows: list[dict], target: float) -> dict | None:
-    """The first logged evaluation at or above ``target``: its iteration and seconds."""
+    """The first logged evaluation at or above ``target``: its iteration and seconds. (The
+    returns are float32 sums in training, float64 in evaluation: 1e-4 of slack.)"""
     for r in rows:
         value = float(r["eval_return"])
-        if value == value and value >= target:
+        if value == value and value >= target - 1e-4:
             return {"iteration": int(r["iteration"]), "seconds": float(r["seconds"])}
     return None
 
@@ -145,9 +180,8 @@ def baselines_markdown(data: dict) -> str:
     meta = data["meta"]
     by = {(r["task"], r["policy"]): r for r in data["results"]}
     tasks = list(dict.fromkeys(r["task"] for r in data["results"]))
-    lines = ["| task | " + " | ".join(LABELS[p] for p in POLICIES) + " | " + " | ".join(LATER)
-             + " | PPO's training budget |",
-             "|---|" + "---:|" * len(POLICIES) + "---|" * len(LATER) + "---|"]
+    lines = ["| task | " + " | ".join(LABELS[p] for p in POLICIES) + " | LLM (embedded model) | PPO's training budget |",
+             "|---|" + "---:|" * len(POLICIES) + "---:|---|"]
     for t in tasks:
         objective = TASKS[t].objective
         b = data.get("training", {}).get(objective)
@@ -156,14 +190,23 @@ def baselines_markdown(data: dict) -> str:
         else:
             spent = (f"{b['iterations']} iterations, {b['episodes']:,} episodes, {b['seconds'] / 60:.1f} min"
                      + ("" if TASKS[t].size == "small" else f" (the small task's model, at {TASKS[t].size} size)"))
-        lines.append(f"| `{t}` | " + " | ".join(_cell(by.get((t, p))) for p in POLICIES) + " | "
-                     + " | ".join("not measured" for _ in LATER) + f" | {spent} |")
+        llm = by.get((t, "llm"))
+        llm_cell = "not measured" if llm is None else f"{_cell(llm)} ({llm['episodes']} episodes)"
+        lines.append(f"| `{t}` | " + " | ".join(_cell(by.get((t, p))) for p in POLICIES) + f" | {llm_cell} | {spent} |")
     lines += ["", f"Mean episode return per agent (λ-weighted total summed over rounds) ± the 95 % t-interval "
                   f"over {meta['episodes']} episodes on the held-out seeds {meta['seed']}–"
                   f"{meta['seed'] + meta['episodes'] - 1}. PPO samples its actions (its evaluation uses the "
                   f"same stochastic policy it was trained as). Measured by `benchmarks/tasks.py` in "
                   f"{meta['seconds']:.0f} s on {meta['machine']}, training excluded (raw numbers, per-component "
-                  f"means and per-episode returns: `benchmarks/results_tasks.json`)."]
+                  f"means and per-episode returns: `benchmarks/results_tasks.json`). Training times are wall-clock "
+                  "as logged by each run; the runs shared the machine's cores with other work (two or more at a "
+                  "time), so a run on its own is faster."]
+    for r in (r for r in data["results"] if r["policy"] == "llm"):
+        lines += ["", f"LLM on `{r['task']}`: `LLMPolicy` with the demo's compact prompts on the embedded "
+                      f"SmolLM2-135M, one request at a time, on the first {r['episodes']} held-out seeds; "
+                      f"{r['requests']:,} requests in {r['seconds'] / 60:.0f} min, {r['fallback_share']:.1%} of "
+                      "its LLM tasks fell back to a scripted action (`python benchmarks/tasks.py --llm "
+                      "OBJECTIVE`)."]
     flat = [f"{LABELS[r['policy']]} on `{r['task']}`" for r in data["results"] if r["return_ci95"] < 5e-4]
     if flat:
         lines += ["", f"± 0.000 ({', '.join(flat)}): the episodes' returns agree to three decimals — a population "
@@ -228,7 +271,8 @@ def learnability_markdown(data: dict) -> str:
     meta = data["meta"]
     lines += ["", f"socialgym's ranking, easiest to learn first (fewest iterations to greedy, then largest "
                   f"gain): **{ranking}**. The paper (claim 2 above): INF easiest, COORD hardest.", "",
-              f"PPO with the default `Args` of `socialgym/baselines/ppo.py` on each small task; returns on the "
+              f"PPO with the default `Args` of `socialgym/baselines/ppo.py` on each small task (the budgets are in "
+              f"docs/tasks.md); returns on the "
               f"held-out seeds {meta['seed']}–{meta['seed'] + meta['episodes'] - 1} (docs/tasks.md); "
               "\"iterations to reach greedy\" is the first in-training evaluation (every "
               f"{data['training'][rows[0]['objective']]['args']['eval_every']} iterations, validation seeds "
@@ -258,12 +302,18 @@ def mixed_markdown(data: dict) -> str:
     ppo, greedy = by["ppo"], by["greedy"]
     ratio = ppo["return_mean"] / greedy["return_mean"] - 1
     apart = ppo["return_mean"] - ppo["return_ci95"] > greedy["return_mean"] + greedy["return_ci95"]
+    learn = data.get("learnability", {}).get("mixed", {})
+    plus = learn.get("reached_greedy_plus_10")
+    crossing = (f"In training, the validation return first reached greedy + 10 % (greedy "
+                f"{learn['greedy_validation']:.3f} on the validation seeds) at iteration {plus['iteration']}, "
+                f"after {plus['seconds']:.0f} s." if plus else "In training, the validation return never reached "
+                "greedy + 10 %.")
     lines += ["", f"`{t}`, {meta['episodes']} held-out episodes (seeds {meta['seed']}–"
                   f"{meta['seed'] + meta['episodes'] - 1}). PPO trained for {b['iterations']} iterations "
                   f"({b['episodes']:,} episodes, {b['decisions']:,} decisions) in {b['seconds'] / 60:.1f} min on "
                   f"{meta['machine']}: **{ratio:+.1%} against greedy**, intervals "
                   f"{'apart' if apart else 'overlapping'}. Component columns are unweighted sums over rounds; "
-                  "the total weighs them by each agent's λ.", "",
+                  "the total weighs them by each agent's λ. " + crossing, "",
               "![PPO on the mixed task: in-training evaluation against greedy and random](images/ppo_mixed_curve.png)"]
     return "\n".join(lines)
 
@@ -310,7 +360,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="population size at which the small tasks' PPO networks are also played")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-docs", action="store_true", help="do not write the docs")
+    parser.add_argument("--docs-only", action="store_true",
+                        help="measure nothing: write the docs from --out (an earlier run's results)")
+    parser.add_argument("--llm", nargs="+", default=None, choices=list(OBJECTIVES), metavar="OBJECTIVE",
+                        help="measure only the LLM policy (embedded model) on these small tasks, add its rows to "
+                             "--out and write the docs")
+    parser.add_argument("--llm-episodes", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.docs_only:
+        write_docs(json.loads(args.out.read_text()), args.models)
+        return 0
+    if args.llm:
+        data = json.loads(args.out.read_text())
+        rows = measure_llm(args.llm, args.llm_episodes, args.seed)
+        done = {r["task"] for r in rows}
+        data["results"] = [r for r in data["results"] if not (r["policy"] == "llm" and r["task"] in done)] + rows
+        args.out.write_text(json.dumps(data, indent=2) + "\n")
+        if not args.no_docs:
+            write_docs(data, args.models)
+        return 0
     if args.episodes < 2:
         parser.error("--episodes must be >= 2 (the interval needs two samples)")
     if args.train:
@@ -351,7 +419,9 @@ def main(argv: list[str] | None = None) -> int:
                       for p in ("random", "greedy")}
         learnability[objective] = {"greedy_validation": validation["greedy"],
                                    "random_validation": validation["random"],
-                                   "reached": iterations_to(read_log(args.models / objective), validation["greedy"])}
+                                   "reached": iterations_to(read_log(args.models / objective), validation["greedy"]),
+                                   "reached_greedy_plus_10": iterations_to(read_log(args.models / objective),
+                                                                           1.1 * validation["greedy"])}
     seconds = time.perf_counter() - start
     data = {"meta": {"episodes": args.episodes, "seed": args.seed, "sizes": args.sizes,
                      "seconds": round(seconds, 1), "machine": f"{_cores()} CPU cores, {platform.machine()}",
@@ -361,18 +431,26 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"{len(results)} evaluations in {seconds:.1f} s; wrote {args.out}")
     if not args.no_docs:
-        write_section("tasks.md", "tasks-sizes", sizes_markdown())
-        print(f"written to {write_section('tasks.md', 'tasks-baselines', baselines_markdown(data))}")
-        write_section("tasks.md", "tasks-transfer", transfer_markdown(data))
-        if learnability_rows(data):
-            print(f"written to {write_section('reproduction.md', 'tasks-learnability', learnability_markdown(data))}")
-        if "mixed" in training and "mixed" in learnability:
-            curve(args.models / "mixed", DOCS / "images" / "ppo_mixed_curve.png",
-                  {"greedy": learnability["mixed"]["greedy_validation"],
-                   "random": learnability["mixed"]["random_validation"]},
-                  f"{task_id('mixed')}: PPO with the default Args")
-            print(f"written to {write_section('training.md', 'training-mixed', mixed_markdown(data))}")
+        write_docs(data, args.models)
     return 0
+
+
+def write_docs(data: dict, models: Path) -> None:
+    """Every docs section this script owns, from its results (and the mixed model's training log)."""
+    from socialgym.tasks import task_id
+
+    training, learnability = data["training"], data["learnability"]
+    write_section("tasks.md", "tasks-sizes", sizes_markdown())
+    print(f"written to {write_section('tasks.md', 'tasks-baselines', baselines_markdown(data))}")
+    write_section("tasks.md", "tasks-transfer", transfer_markdown(data))
+    if learnability_rows(data):
+        print(f"written to {write_section('reproduction.md', 'tasks-learnability', learnability_markdown(data))}")
+    if "mixed" in training and "mixed" in learnability:
+        curve(models / "mixed", DOCS / "images" / "ppo_mixed_curve.png",
+              {"greedy": learnability["mixed"]["greedy_validation"],
+               "random": learnability["mixed"]["random_validation"]},
+              f"{task_id('mixed')}: PPO with the default Args")
+        print(f"written to {write_section('training.md', 'training-mixed', mixed_markdown(data))}")
 
 
 if __name__ == "__main__":
