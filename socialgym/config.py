@@ -90,7 +90,7 @@ class FeedConfig:
     invalid_actions: str = "strict"
     obs_format: str = "structured"
     action_masks: bool = True
-    # rewards (SPEC §3)
+    # rewards (specification §3)
     b_soc: float = 0.5
     b_inf: float = 0.5
     b_pre: float = 0.5
@@ -98,7 +98,7 @@ class FeedConfig:
     b_emo: float = -1.0
     eps: float = 1e-6
     lambdas: Any = None
-    # ties (SPEC §4)
+    # ties (specification §4)
     xi: float = 0.1
     delta_max: float = 0.25
     half_life: float = 5.0
@@ -300,7 +300,7 @@ def _topic_tuple(topics: Any) -> tuple[str, ...]:
 def _check_topics(topics: Any) -> None:
     if not isinstance(topics, tuple):
         raise TypeError(f"topics must be a list of strings, got {show(topics)}")
-    # an empty vocabulary is allowed here (agents then introduce every topic, SPEC §2); the
+    # an empty vocabulary is allowed here (agents then introduce every topic, specification §2); the
     # experiment configs reject it, since scripted and trained policies need topics to post on
     if len(topics) > MAX_TOPICS:
         raise ValueError(f"topics has {len(topics)} entries, more than MAX_TOPICS = {MAX_TOPICS}")

@@ -1,4 +1,4 @@
-"""Sentiment scorers ``s(a) in [-1, 1]`` (SPEC §1).
+"""Sentiment scorers ``s(a) in [-1, 1]`` (specification §1).
 
 An action with non-empty text is scored by the configured scorer; one without text takes the
 value of its tone. The default scorer is VADER's compound score, which runs offline.

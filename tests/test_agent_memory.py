@@ -1,4 +1,4 @@
-"""Agent memory (SPEC §8, issue 14): everything kept, a bounded prompt view, recagent-style
+"""Agent memory (specification §8, issue 14): everything kept, a bounded prompt view, recagent-style
 forgetting computed by hand, model-written stance entries, and memory restored from a run's
 checkpoint."""
 

@@ -159,7 +159,7 @@ def test_run_writes_every_file(tmp_path):
     rows = (out / "rounds.csv").read_text().splitlines()
     assert rows[0].startswith("round,agent,group,policy,coached,SOC,INF,PRE,COORD,EMO,total,POST,COM,DM,NOT")
     assert len(rows) == 1 + 5 * 10
-    # every agent has n_actions actions per round, and round 1 is POSTs only (SPEC §1)
+    # every agent has n_actions actions per round, and round 1 is POSTs only (specification §1)
     header = rows[0].split(",")
     for line in rows[1:]:
         row = dict(zip(header, line.split(",")))

@@ -1,4 +1,4 @@
-"""Hand-computed tests of socialgym.metrics.exposure (SPEC §5; recagent; agentsociety2 §7.4).
+"""Hand-computed tests of socialgym.metrics.exposure (specification §5; recagent; agentsociety2 §7.4).
 
 Formulas used for the expected values (all worked out by hand in the comments below):
   * entropy  H_u = -sum_c f_{u,c} ln f_{u,c}   (natural log, 0 ln 0 = 0), f = counts / row sum

@@ -586,7 +586,7 @@ def test_invalid_action_in_lenient_vote_records_are_not_duplicated_by_a_retry():
 
 # ================================================================== 7. empty topic vocabulary
 def test_random_policy_with_an_empty_vocabulary_introduces_topics():
-    # reported: topics=[] (SPEC §2: "may be empty") with random policies crashed with
+    # reported: topics=[] (specification §2: "may be empty") with random policies crashed with
     # "ValueError: high <= 0" where the random policy draws a topic index. The observation an
     # agent gets then has topics == (); a POST (the only round-1 action) must bring a new topic.
     env = socialgym.parallel_env(n_agents=3, n_actions=2, max_rounds=2, topics=["a"], sentiment="tone")

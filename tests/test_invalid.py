@@ -1,4 +1,4 @@
-"""Invalid input (SPEC §6): strict raises naming agent, slot and field; lenient records a NOT."""
+"""Invalid input (specification §6): strict raises naming agent, slot and field; lenient records a NOT."""
 
 
 import numpy as np

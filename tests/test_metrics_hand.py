@@ -1,4 +1,4 @@
-"""Hand-computed network-metric tests (SPEC §4 reporting, §7; docs/api-contract.md).
+"""Hand-computed network-metric tests (specification §4 reporting, §7; docs/api-contract.md).
 
 socialgym.metrics.network_metrics(W, threshold=0.1, groups=None):
   * binary undirected graph: W_ud = (W + W.T)/2, edge {u, v} iff W_ud[u, v] >= threshold
@@ -29,7 +29,7 @@ CONVERTERS = {
 
 # --------------------------------------------------------------------------- reference graph (test side)
 def reference_graph(W, threshold):
-    """Binary undirected graph of SPEC §4, built independently of the package."""
+    """Binary undirected graph of specification §4, built independently of the package."""
     W = np.asarray(W, dtype=float)
     n = W.shape[0]
     ud = (W + W.T) / 2

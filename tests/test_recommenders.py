@@ -56,7 +56,7 @@ def _request(content, viewers, k, rnd, W=None, phase="act"):
                                     ({"kind": "stance_penalty", "stances": [i % 2 for i in range(12)],
                                       "strength": 0.5},)])
 def test_valid_lists_in_env_and_deterministic(name, rerank):
-    """The env's own validation (SPEC §5: pool only, never own, <= k, no repeats) raises on any
+    """The env's own validation (specification §5: pool only, never own, <= k, no repeats) raises on any
     breach, so a clean episode is the check; the second run checks determinism."""
     kw = {"recommender_kwargs": HYBRID_KW} if name == "hybrid" else {}
 

@@ -1,6 +1,6 @@
-"""Hand-computed reward tests (SPEC §1, §2, §3; docs/api-contract.md).
+"""Hand-computed reward tests (specification §1, §2, §3; docs/api-contract.md).
 
-Every expected value below is derived by hand from the SPEC formulas; the arithmetic is
+Every expected value below is derived by hand from the specification's formulas; the arithmetic is
 written in the comments.  Nothing here asks the code under test for an expected value.
 
 Common set-up unless a test says otherwise: 3 agents, n_actions N, topics ["a", "b"],
@@ -73,7 +73,7 @@ def entropy(counts):
 @pytest.fixture(scope="module")
 def emo(EPS):
     def emo(u_pos, u_neg, b_emo=-1.0):
-        # SPEC §3 EMO formula applied to hand-counted U+ / U-.
+        # specification §3 EMO formula applied to hand-counted U+ / U-.
         return 0.5 * (1 + (u_pos + b_emo * u_neg) / (u_pos + abs(b_emo) * u_neg + EPS))
     return emo
 

@@ -1,4 +1,4 @@
-"""Hand-computed tie-dynamics tests (SPEC §4; docs/api-contract.md).
+"""Hand-computed tie-dynamics tests (specification §4; docs/api-contract.md).
 
 Default heuristic evidence (api-contract):
     e = sigmoid(-2 + 1*S_nov + 2*S_appr + 0.5*S_rec + 2*S_aff),  sigmoid(x) = 1/(1+exp(-x))

@@ -1,4 +1,4 @@
-"""The coach (paper App. A, SPEC §8): tips that go into an agent's plan prompt.
+"""The coach (paper App. A, specification §8): tips that go into an agent's plan prompt.
 
 The coach ranks the reward components by how far the agent's last score falls below its
 target weight, ``gap_c = lambda_c - R_c`` (components with ``lambda_c = 0`` are not goals and

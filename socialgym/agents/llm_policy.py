@@ -1,4 +1,4 @@
-"""``LLMPolicy``: LLM-driven agents for the feed environment (SPEC §8, paper App. A).
+"""``LLMPolicy``: LLM-driven agents for the feed environment (specification §8, paper App. A).
 
 It implements the batched policy protocol (``act(observations) -> actions``) for every agent
 it is given, with all agents' requests concurrent (bounded by the client). Per agent and round:
@@ -30,7 +30,7 @@ how many entries were left out.
 Invalid replies are re-prompted with the validation error (``client.max_repairs`` times);
 what is still invalid falls back — an action slot to NOT (in round 1, where NOT is not
 allowed, to a plain POST), a vote to 0, a failed text to an empty text (the tone then gives the
-sentiment, SPEC §1) — and every fallback is recorded in ``client.usage.fallbacks`` with its
+sentiment, specification §1) — and every fallback is recorded in ``client.usage.fallbacks`` with its
 reason.
 """
 
@@ -336,7 +336,7 @@ class LLMPolicy:
             self._fallback(agent, obs["round"], "write", slot, reply.error, "empty text (the tone sets the sentiment)")
 
     def _fallback_action(self, obs: dict) -> dict:
-        if obs["round"] == 1:     # NOT is invalid in round 1 (SPEC §1): a plain POST instead
+        if obs["round"] == 1:     # NOT is invalid in round 1 (specification §1): a plain POST instead
             persona = self.personas[obs["agent"]]
             topic = (persona.interests or tuple(obs["topics"]) or ("general",))[0]
             return {"type": "POST", "topic": topic, "tone": "neutral", "text": "", "mention": None}

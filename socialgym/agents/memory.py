@@ -1,4 +1,4 @@
-"""Agent memory (SPEC §8): conversation, relationship per peer, opinion, best round.
+"""Agent memory (specification §8): conversation, relationship per peer, opinion, best round.
 
 What is *kept* and what reaches a *prompt* are separate (recagent finds simulation quality
 falling as the memory in a prompt grows):

@@ -1,4 +1,4 @@
-"""Personas (SPEC §8): who an LLM agent is, generated from templates or loaded from a file.
+"""Personas (specification §8): who an LLM agent is, generated from templates or loaded from a file.
 
 A persona has a name, a role, a description, a stance on the discussion topic (``issue``), a
 communication style, Big Five scores (the intended ones, and the ones the model's own Mini-IPIP

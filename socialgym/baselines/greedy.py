@@ -8,7 +8,7 @@ they serve (largest remainder), then fills them:
 - COM   ~ lambda_SOC + lambda_EMO/2: allies' feed items first, @-mentioning the author;
 - DM    ~ lambda_SOC/2 + lambda_COORD + lambda_EMO/2: replies to last round's DM senders first
   (COORD's reciprocity term), then new DMs to allies.
-Round 1 is all POSTs (SPEC §1). Every message is supportive: EMO rewards what one *receives*,
+Round 1 is all POSTs (specification §1). Every message is supportive: EMO rewards what one *receives*,
 and kindness is returned. Votes: like allies' items, items that mention it and items on topics
 it posts about; no dislikes. Allies: agents that DMed it or mentioned it, and authors it liked.
 """

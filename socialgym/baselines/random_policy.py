@@ -89,7 +89,7 @@ class RandomPolicy:
         return {"type": "NOT"}
 
     def _topic(self, topics) -> str:
-        """A random topic of the vocabulary; with an empty one (SPEC §2: the configured list may
+        """A random topic of the vocabulary; with an empty one (specification §2: the configured list may
         be empty) a new topic ``new_topic_0`` .. ``new_topic_3``, as any agent may introduce."""
         if len(topics):
             return topics[int(self.rng.integers(len(topics)))]

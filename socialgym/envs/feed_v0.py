@@ -1,4 +1,4 @@
-"""socialgym/feed-v0: the social-media feed platform of SPEC §1-§6.
+"""socialgym/feed-v0: the social-media feed platform of specification §1-§6.
 
     from socialgym.envs import feed_v0
     env = feed_v0.parallel_env(n_agents=30, max_rounds=15, recommender="chronological")

@@ -181,7 +181,7 @@ class PolicyGroup:
     agents: int | None = None
     """How many agents; one group may leave it out and take the rest."""
     coach: bool = False
-    """LLM groups only: the coach advises these agents (SPEC §8)."""
+    """LLM groups only: the coach advises these agents (specification §8)."""
     lambdas: Any = None
     """Reward weights of this group's agents: 5 numbers or {SOC: .., ...}; None keeps env.lambdas."""
     params: FrozenDict = field(default_factory=FrozenDict)

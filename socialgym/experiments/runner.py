@@ -319,7 +319,7 @@ class _RunExecution:
         return personas[:n]
 
     def _survey(self, client, groups, personas, agents):
-        """The Mini-IPIP pre-survey for the LLM agents, through the run's model (SPEC §8)."""
+        """The Mini-IPIP pre-survey for the LLM agents, through the run's model (specification §8)."""
         from socialgym.agents.persona import administer_mini_ipip
 
         llm, start = [], 0

@@ -277,7 +277,7 @@ def check_vote_reply(value: Any, item_ids: Sequence[int], stances: Sequence[str]
 
 
 def check_votes(value: Any, item_ids: Sequence[int]) -> Checked:
-    """Missing ids count as 0 (SPEC §1); unknown ids and values outside -1/0/1 are errors."""
+    """Missing ids count as 0 (specification §1); unknown ids and values outside -1/0/1 are errors."""
     votes = value.get("votes") if isinstance(value, dict) else None
     if isinstance(votes, list):     # the paper's form: [{"id": 42, "vote": 1}, ...]
         try:

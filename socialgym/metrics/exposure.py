@@ -1,4 +1,4 @@
-"""Information-cocoon and exposure metrics (SPEC §5; recagent paper; agentsociety2 paper §7.4).
+"""Information-cocoon and exposure metrics (specification §5; recagent paper; agentsociety2 paper §7.4).
 
 All functions are pure and vectorised over viewers (no per-agent Python loops), so they stay
 fast at 100,000 agents. Inputs are "exposure windows": a ``(n_viewers, m)`` integer array whose

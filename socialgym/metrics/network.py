@@ -1,4 +1,4 @@
-"""Network metrics of the tie matrix (SPEC §7, paper App. C).
+"""Network metrics of the tie matrix (specification §7, paper App. C).
 
 Undirected metrics use the binary graph of ``W_ud = (W + W^T)/2 >= threshold``; the directed
 variants use the weighted W itself. Components and shortest paths come from

@@ -1,4 +1,4 @@
-"""Action codes and the columnar record of one round (the batch ``B_t`` of SPEC §3)."""
+"""Action codes and the columnar record of one round (the batch ``B_t`` of specification §3)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ CONTENT_TYPES: tuple[str, ...] = ACTION_TYPES[:NOT]
 PUBLIC_TYPES: tuple[str, ...] = ACTION_TYPES[:DM]
 """POST, COM: public content (B_t^PUB); DMs are private."""
 TONES: tuple[str, ...] = ("supportive", "neutral", "critical")
-TONE_SENTIMENT = np.array([1.0, 0.0, -1.0])  # s(a) of an action without text (SPEC §1)
+TONE_SENTIMENT = np.array([1.0, 0.0, -1.0])  # s(a) of an action without text (specification §1)
 
 _I32 = np.int32
 _I64 = np.int64
@@ -105,7 +105,7 @@ class RoundBatch(RoundActions):
 
 
 class RoundTranscript:
-    """One round as readable entries, for text-based tie scorers and logs (SPEC §4).
+    """One round as readable entries, for text-based tie scorers and logs (specification §4).
 
     ``agent_ids``: the agents' ids (index -> id); ``round``: the round's number; ``entries``:
     every action (``kind`` POST/COM/DM, ``sender``, ``recipient`` = RCPT, ``mentions``, ``id``,

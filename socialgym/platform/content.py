@@ -1,7 +1,7 @@
 """The content store: every post, comment and DM of an episode, in columnar numpy arrays.
 
 Content ids are row numbers, so ids are unique across the episode and increase in order of
-creation (posts, comments and DMs share one id space, SPEC §1).
+creation (posts, comments and DMs share one id space, specification §1).
 """
 
 from __future__ import annotations

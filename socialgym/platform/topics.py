@@ -1,10 +1,10 @@
-"""The topic vocabulary: configured topics plus every new topic introduced so far (SPEC §2).
+"""The topic vocabulary: configured topics plus every new topic introduced so far (specification §2).
 
 Topics are short labels, not text: a topic string must be non-empty once normalised (stripped,
 lower-cased), at most :data:`MAX_TOPIC_CHARS` characters long, free of control characters
 (C0, DEL, C1: NUL, newlines, tabs, escape sequences ...) and encodable as UTF-8 (no lone
 surrogates). :func:`topic_problem` says what is wrong with one; the environment's action
-validation turns that into an invalid action (SPEC §6), and the vocabulary refuses it.
+validation turns that into an invalid action (specification §6), and the vocabulary refuses it.
 
 An integer topic is an index into the vocabulary — the same meaning as the ``topic`` field of
 the numeric action encoding: valid when ``0 <= index < len(vocabulary)`` (bools are not
@@ -19,13 +19,13 @@ from socialgym.platform.validation import utf8_problem
 
 MAX_TOPIC_CHARS = 64
 """The longest topic label accepted, in characters of the normalised form; longer strings are
-free text, not a topic (SPEC §6). ``socialgym.config`` lists it with the other size limits."""
+free text, not a topic (specification §6). ``socialgym.config`` lists it with the other size limits."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def normalise_topic(topic: str) -> str:
-    """Topic strings are compared stripped and lower-cased (SPEC §2)."""
+    """Topic strings are compared stripped and lower-cased (specification §2)."""
     return topic.strip().lower()
 
 

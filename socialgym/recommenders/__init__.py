@@ -1,4 +1,4 @@
-"""Recommenders: the seam the environment calls to build feeds and vote lists (SPEC §5).
+"""Recommenders: the seam the environment calls to build feeds and vote lists (specification §5).
 
 Choose one by name in the env config (``recommender="mf"``, parameters in
 ``recommender_kwargs``), wrap it in re-ranking interventions (``rerank=[{"kind":

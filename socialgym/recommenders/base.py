@@ -1,4 +1,4 @@
-"""The recommender seam (SPEC §5): what each agent sees of the public content.
+"""The recommender seam (specification §5): what each agent sees of the public content.
 
 The environment asks a recommender for two kinds of lists per round: the act-phase feed (pool:
 public items of earlier rounds) and the vote-phase items (pool: public items of this round).

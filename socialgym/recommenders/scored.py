@@ -29,7 +29,7 @@ class ScoredRecommender(Recommender):
     """Base for recommenders defined by a per-(viewer, item) score.
 
     window: only items of the last ``window`` rounds are candidates in the act phase (None = the
-        whole pool, SPEC §5). recency_half_life / recency_weight: ``score += recency_weight *
+        whole pool, specification §5). recency_half_life / recency_weight: ``score += recency_weight *
         2 ** (-(age - 1) / recency_half_life)`` — a freshness bonus, 0 by default except where a
         subclass says otherwise. max_candidates / cell_budget: see the module docstring.
     """

@@ -1,4 +1,4 @@
-"""The two reference recommenders of SPEC §5: chronological and uniform random."""
+"""The two reference recommenders of specification §5: chronological and uniform random."""
 
 from __future__ import annotations
 

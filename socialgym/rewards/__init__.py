@@ -1,4 +1,4 @@
-"""The five reward components of SPEC §3 as pure, vectorised functions over a round's batch.
+"""The five reward components of specification §3 as pure, vectorised functions over a round's batch.
 
 Each ``*_reward`` takes a :class:`~socialgym.platform.RoundBatch` (and what else its formula
 needs) and returns one value per agent, so researchers can compose new rewards from them.

@@ -1,4 +1,4 @@
-"""SOC, INF, PRE, COORD and EMO (SPEC §3). Any fraction with a zero denominator is 0."""
+"""SOC, INF, PRE, COORD and EMO (specification §3). Any fraction with a zero denominator is 0."""
 
 from __future__ import annotations
 

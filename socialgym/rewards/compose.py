@@ -18,7 +18,7 @@ _CONFIG_DEFAULTS = {f.name: f.default for f in fields(FeedConfig)}
 
 @dataclass(frozen=True)
 class RewardParams:
-    """The reward constants of SPEC §3; the defaults are FeedConfig's (one home for them)."""
+    """The reward constants of specification §3; the defaults are FeedConfig's (one home for them)."""
 
     b_soc: float = _CONFIG_DEFAULTS["b_soc"]
     b_inf: float = _CONFIG_DEFAULTS["b_inf"]

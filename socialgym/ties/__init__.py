@@ -1,4 +1,4 @@
-"""Directed, weighted social ties (SPEC §4) and the tie-scorer seam."""
+"""Directed, weighted social ties (specification §4) and the tie-scorer seam."""
 
 from collections.abc import Mapping
 

@@ -1,4 +1,4 @@
-"""Tie dynamics (SPEC §4): activation, the four evidence signals, and the gated update.
+"""Tie dynamics (specification §4): activation, the four evidence signals, and the gated update.
 
 ``W[v, u]`` is the tie from v to u (row = source). After each vote phase:
 

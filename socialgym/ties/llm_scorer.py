@@ -1,4 +1,4 @@
-"""``LLMTieScorer``: tie evidence from the Tie-Update prompt (paper App. A, SPEC §4).
+"""``LLMTieScorer``: tie evidence from the Tie-Update prompt (paper App. A, specification §4).
 
 After each round, every agent with active ties rates each peer it interacted with 0–5 from the
 round's transcript of their exchanges; ``score / 5`` replaces the heuristic evidence

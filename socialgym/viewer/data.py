@@ -31,7 +31,7 @@ from socialgym.experiments.recorder import COUNT_COLUMNS, REWARD_COLUMNS
 from socialgym.platform.actions import CONTENT_TYPES
 
 FORMAT = "socialgym-viewer/1"
-THETA = 0.1                   # SPEC §4: W_ud >= theta, default 0.1 (socialgym.metrics.network_metrics)
+THETA = 0.1                   # specification §4: W_ud >= theta, default 0.1 (socialgym.metrics.network_metrics)
 LAYOUT_SEED = 0               # networkx spring_layout seed: the same ties give the same picture
 SPRING_MAX_NODES = 2000       # above this the layout is a seeded random one (spring would take minutes)
 TRANSCRIPT_BUDGET = 6_000_000  # characters of LLM prompts kept; beyond it prompts are shortened

@@ -1,4 +1,4 @@
-"""The numeric encoding of actions and observations, for neural policies (SPEC §1).
+"""The numeric encoding of actions and observations, for neural policies (specification §1).
 
 One flat integer vector per agent carries both phases (the part of the other phase is ignored):
 

@@ -1,9 +1,9 @@
-"""The feed environment: a PettingZoo ParallelEnv of the platform's two-phase rounds (SPEC §1).
+"""The feed environment: a PettingZoo ParallelEnv of the platform's two-phase rounds (specification §1).
 
 Step 1 of a round (act): every agent submits N actions. Step 2 (vote): every agent votes on
 this round's public items by others. After the vote step the round's rewards are computed
-(SPEC §3), then the ties are updated (SPEC §4), then the recommender learns and builds the
-next round's feeds (SPEC §5).
+(specification §3), then the ties are updated (specification §4), then the recommender learns and builds the
+next round's feeds (specification §5).
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ class FeedEnv(ParallelEnv):
         return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
 
     def step(self, actions: dict):
-        """One phase of the round (SPEC §1). Atomic: if anything raises during the step — an
+        """One phase of the round (specification §1). Atomic: if anything raises during the step — an
         invalid action in strict mode, the recommender, the tie scorer, the sentiment scorer, a
         reward hook, building the observations — the environment is left exactly as it was
         before the call (content, ids, topics, ties, RNG state, round, phase, recommender state
@@ -506,7 +506,7 @@ class FeedEnv(ParallelEnv):
         return self._check_feed(np.asarray(raw), pool, k, phase)
 
     def _check_feed(self, feed: np.ndarray, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
-        """Reject a recommender's output that breaks SPEC §5; compact it to fill from slot 0."""
+        """Reject a recommender's output that breaks specification §5; compact it to fill from slot 0."""
         n = self.config.n_agents
         name = getattr(self.recommender, "name", type(self.recommender).__name__)
         if feed.ndim != 2 or feed.shape[0] != n or feed.shape[1] > k or feed.dtype.kind not in "iu":

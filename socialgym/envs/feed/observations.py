@@ -1,4 +1,4 @@
-"""Every agent's observation (SPEC §1): the structured dicts, the numeric feature arrays and the
+"""Every agent's observation (specification §1): the structured dicts, the numeric feature arrays and the
 action masks, built from the platform state after a step.
 
 The numeric features are computed for all agents at once (the scale path); the structured

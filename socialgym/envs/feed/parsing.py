@@ -1,4 +1,4 @@
-"""Validation of agents' actions (SPEC §1, §6) into the columnar round batch.
+"""Validation of agents' actions (specification §1, §6) into the columnar round batch.
 
 Structured actions (dicts) are checked one agent at a time — parsing free-form input is
 inherently per agent; numeric actions (integer vectors) are checked for all agents at once.
@@ -186,7 +186,7 @@ class ActParser:
                                         f"so a reply to it must go to them, not {state.agent_ids[recipient]}")
                 inherited = int(col.column("topic")[target_id])
         topic = action.get("topic")
-        # a COM (and a DM reply) without a topic takes its target's (SPEC §1); a given one is checked
+        # a COM (and a DM reply) without a topic takes its target's (specification §1); a given one is checked
         topic = inherited if topic is None and inherited is not None else self._topic(slot, topic)
 
         mentions: list[int] = []
@@ -196,7 +196,7 @@ class ActParser:
                 raise InvalidAction(slot, "mentions", f"mentions must be a list of agent ids, got {_short(raw_mentions)}")
             for m in raw_mentions:
                 idx = self._agent(slot, m, "mentions")
-                if idx != agent and idx not in mentions:  # a self-mention is ignored (SPEC §1)
+                if idx != agent and idx not in mentions:  # a self-mention is ignored (specification §1)
                     mentions.append(idx)
 
         scorer = state.sentiment_scorer
@@ -338,7 +338,7 @@ def _take(column: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 def _unique_mentions(mentioned: np.ndarray, sender: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(row, agent) pairs of an (m, F) matrix of mentioned agents (-1 = none): repeats within a
-    row and self-mentions (SPEC §1) removed."""
+    row and self-mentions (specification §1) removed."""
     mentioned = np.where(mentioned == sender[:, None], -1, mentioned)
     srt = np.sort(mentioned, axis=1)
     keep = srt >= 0
