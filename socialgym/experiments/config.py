@@ -292,6 +292,9 @@ class ExperimentConfig:
     run: RunConfig = field(default_factory=RunConfig)
     sweep: FrozenDict = field(default_factory=FrozenDict)
     """Dotted key -> list of values; the grid of their product, each cell ``run.replicates`` times."""
+    interventions: tuple = ()
+    """Scheduled interventions (``socialgym.experiments.interventions``): frozen mappings, each
+    with a kind, its round(s) and its target; applied at the start of their rounds."""
 
     # ------------------------------------------------------------------ derived
     def uses_llm(self) -> bool:
@@ -599,6 +602,8 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
     sweep = _sweep(raw.get("sweep", {}))
     cfg = ExperimentConfig(seed, env, policy, llm, personas, logging, run, sweep)
     _check(cfg)
+    if raw.get("interventions") is not None:
+        cfg = dataclasses.replace(cfg, interventions=_interventions(cfg, raw["interventions"]))
     _check_env_objects(cfg)
     _check_policy_params(cfg)
     _check_personas(cfg)
@@ -606,6 +611,28 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
         if assignment:
             with_values(cfg, assignment)
     return cfg
+
+
+def _interventions(cfg: ExperimentConfig, raw: Any) -> tuple:
+    from socialgym.experiments.interventions import InterventionError, check_interventions
+
+    n = int(cfg.env.get("n_agents", FeedConfig.n_agents))
+    agents = [f"agent_{i}" for i in range(n)]
+    groups, llm_agents, start = {}, [], 0
+    for g in cfg.policy_groups():
+        if cfg.policy.groups:
+            groups[g.name] = agents[start:start + g.agents]
+        if g.kind == "llm":
+            llm_agents += agents[start:start + g.agents]
+        start += g.agents
+    try:
+        specs = check_interventions(raw, max_rounds=int(cfg.env.get("max_rounds", FeedConfig.max_rounds)),
+                                    agents=agents, groups=groups,
+                                    agent_interests=cfg.env.get("agent_interests") is not None,
+                                    llm_agents=llm_agents)
+    except InterventionError as exc:
+        raise ConfigError(str(exc)) from None
+    return tuple(freeze(s) for s in specs)
 
 
 def _known(where: str, raw: Mapping, allowed: Iterable[str]) -> None:
@@ -1076,6 +1103,8 @@ def to_dict(cfg: ExperimentConfig, redact: bool = True) -> dict:
     out = thaw(dataclasses.asdict(cfg))
     if not out["policy"]["groups"]:
         del out["policy"]["groups"]
+    if not out["interventions"]:
+        del out["interventions"]
     return drop_secrets(out) if redact else out
 
 

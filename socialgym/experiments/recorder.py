@@ -83,6 +83,12 @@ class RunRecorder:
         if f is not None:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
+    def event(self, entry: Mapping) -> None:
+        """One extra line of events.jsonl (e.g. an applied intervention), when events are kept."""
+        f = self._files.get("events.jsonl")
+        if f is not None:
+            f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
     def record_round(self, env, usage=None) -> tuple[list[dict], dict, list[dict]]:
         """Write the round the env just closed; returns (rounds rows, network row, public posts)."""
         rec = env.last_round

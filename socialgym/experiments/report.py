@@ -74,6 +74,7 @@ class _LoadedRun:
     ties_round: int | None = None
     ties_note: str = ""                          # why there is no tie matrix, if there is none
     events: dict[str, int] | None = None         # events.jsonl: count per kind
+    interventions: list = field(default_factory=list)    # events.jsonl: (round, kind) per intervention
     agent_groups: dict[str, str] = field(default_factory=dict)
 
     def column(self, name: str) -> np.ndarray:
@@ -109,12 +110,15 @@ def _floats(cells: list[str]) -> np.ndarray:
     return out
 
 
-def _read_events(path: Path) -> dict[str, int]:
-    """Number of events per kind; unreadable lines are counted under "(unreadable)"."""
+def _read_events(path: Path, interventions: list | None = None) -> dict[str, int]:
+    """Number of events per kind; unreadable lines are counted under "(unreadable)". The applied
+    interventions are appended to ``interventions`` as (round, kind)."""
     counts: dict[str, int] = {}
     for event, _ in read_jsonl(path):
         kind = "(unreadable)" if event is None else str(event.get("kind", "(no kind)"))
         counts[kind] = counts.get(kind, 0) + 1
+        if kind == "INTERVENTION" and interventions is not None and isinstance(event.get("round"), int):
+            interventions.append((event["round"], str(event.get("intervention", ""))))
     return counts
 
 
@@ -155,6 +159,7 @@ def _load(run_dir: str | os.PathLike) -> _LoadedRun:
 
     network_path, config_path, events_path = (path / "network.csv", path / "config.yaml",
                                               path / "events.jsonl")
+    interventions: list = []
     run = _LoadedRun(
         path=path,
         summary=summary,
@@ -162,7 +167,8 @@ def _load(run_dir: str | os.PathLike) -> _LoadedRun:
         network=_read_csv(network_path) if network_path.is_file() else None,
         config_text=(config_path.read_text(encoding="utf-8", errors="replace")
                      if config_path.is_file() else None),
-        events=_read_events(events_path) if events_path.is_file() else None,
+        events=_read_events(events_path, interventions) if events_path.is_file() else None,
+        interventions=interventions,
     )
     groups = summary.get("groups")
     if isinstance(groups, dict):
@@ -233,8 +239,11 @@ def _plain(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _integer_rounds(ax, rounds: np.ndarray) -> None:
-    """Round numbers on the x axis: integer ticks only, and room around a single round."""
+def _integer_rounds(ax, rounds: np.ndarray, marks=()) -> None:
+    """Round numbers on the x axis: integer ticks only, and room around a single round; a dotted
+    vertical line at each round with a scheduled intervention (``marks``: (round, kind) pairs)."""
+    for r in sorted({m[0] for m in marks}):
+        ax.axvline(r, color="#c0392b", ls=":", lw=1, alpha=0.8)
     from matplotlib.ticker import MaxNLocator
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     finite = rounds[np.isfinite(rounds)]
@@ -273,9 +282,9 @@ def _plot_rewards(run: _LoadedRun, path: Path) -> None:
         total = name == "total"
         ax.plot(xs, ys, marker="o", ms=3, lw=2.4 if total else 1.4, label=name,
                 color="black" if total else None, ls="--" if total else "-")
-    ax.set_title("Mean reward per agent and round")
+    ax.set_title("Mean reward per agent and round" + (" (dotted: interventions)" if run.interventions else ""))
     ax.set_ylabel("reward")
-    _integer_rounds(ax, rounds)
+    _integer_rounds(ax, rounds, run.interventions)
     ax.legend(loc="best", fontsize="small", ncols=2)
     save(fig, path)
 
@@ -295,7 +304,7 @@ def _plot_split(run: _LoadedRun, path: Path, title: str, masks: list[tuple[str, 
             xs, ys = _round_means(rounds, values, mask)
             ax.plot(xs, ys, marker="o", ms=3, lw=1.4, label=_plain(label))
         ax.set_title(name)
-        _integer_rounds(ax, rounds)
+        _integer_rounds(ax, rounds, run.interventions)
     for ax in axes[len(names):]:
         ax.set_visible(False)
     axes[0].legend(fontsize="small")
@@ -327,7 +336,7 @@ def _plot_network(run: _LoadedRun, path: Path) -> str:
     for ax, name in zip(axes, panels):
         values = _floats(run.network[name])
         ax.set_title(name)
-        _integer_rounds(ax, rounds)
+        _integer_rounds(ax, rounds, run.interventions)
         if not np.isfinite(values).any():
             _message(ax, "no data")
             continue
@@ -525,6 +534,8 @@ def _summary_rows(run: _LoadedRun) -> list[tuple[str, Any]]:
     if run.events is not None:
         rows.append(("events", ", ".join(f"{k}: {v}" for k, v in sorted(run.events.items()))
                      or "none"))
+    if run.interventions:        # dotted lines in the per-round plots
+        rows.append(("interventions", ", ".join(f"round {r}: {k}" for r, k in run.interventions)))
     return rows
 
 

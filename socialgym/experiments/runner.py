@@ -122,7 +122,7 @@ def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: 
             raise RunError(f"{out / 'config.yaml'} changed since the checkpoint ({shown or 'formatting only'}): "
                            "restore it, or pass --allow-config-change to continue with the checkpoint's "
                            "environment and policies (only llm, logging and run settings take effect)")
-        env_side = [k for k in changed if k.split(".")[0] not in ("llm", "logging", "run")]
+        env_side = [k for k in changed if k.split(".")[0] not in ("llm", "logging", "run", "interventions")]
         print(f"socialgym: warning: config.yaml changed since the checkpoint ({shown}); continuing "
               f"(--allow-config-change){'; these keys do not take effect: ' + ', '.join(env_side) if env_side else ''}",
               file=sys.stderr)
@@ -204,8 +204,10 @@ class _RunExecution:
             usage = client.usage if client is not None else None
             self._write_summary(env, table, "running", done_rounds, seconds, usage)
             started = time.perf_counter() - seconds
+            groups = _group_members(env, table)
             while env.agents:
                 r = env.round
+                obs = self._intervene(env, obs, recorder, groups, policy, table, client)   # this round's
                 obs, _, _, _, _ = env.step(policy.act(obs))               # act phase
                 _fault(r, "act")
                 obs, _, _, _, _ = env.step(policy.act(obs))               # vote phase
@@ -227,6 +229,35 @@ class _RunExecution:
         if cfg.logging.report:
             build_pages(out)
         return summary
+
+    def _intervene(self, env, obs, recorder, groups, policy, table, client):
+        """Apply the interventions scheduled for the current round (before its act step), log
+        each in events.jsonl, and return the observations of the changed platform. Which ones
+        are due follows from the round number alone, so a resume needs no state for them (the
+        coach's switches are in the checkpointed policy and table)."""
+        from socialgym.experiments.interventions import (FEED_KINDS, apply_intervention, due, set_coach,
+                                                         target_indices)
+
+        specs = due(self.cfg.interventions, env.round, env.config.max_rounds)
+        if not specs:
+            return obs
+        for spec in specs:
+            if spec["kind"] == "coach":
+                agents = [env.possible_agents[i] for i in target_indices(env, spec.get("target", "all"), groups)]
+                llm_agents = [a for a, k in zip(env.possible_agents, table["kind"]) if k == "llm"]
+
+                def make_coach():
+                    from socialgym.agents import Coach
+                    return Coach(client)
+                coached = set(set_coach(policy, agents, spec["enabled"], llm_agents, make_coach))
+                table["coached"][:] = [a in coached for a in env.possible_agents]
+                recorder.coached = [int(c) for c in table["coached"]]
+                entry = {"kind": "INTERVENTION", "intervention": "coach", "target": spec.get("target", "all"),
+                         "enabled": spec["enabled"], "n_agents": len(agents)}
+            else:
+                entry = apply_intervention(env, spec, groups)
+            recorder.event({"round": env.round, **entry})
+        return env.refresh_feeds(feeds=any(s["kind"] in FEED_KINDS for s in specs))
 
     # ------------------------------------------------------------------ construction
     def _client(self, stack: contextlib.ExitStack):
@@ -491,6 +522,15 @@ def _attach(client, policy, env) -> None:
     scorer = getattr(env, "tie_scorer", None)
     if scorer is not None and hasattr(scorer, "client"):
         scorer.client = client
+
+
+def _group_members(env, table) -> dict:
+    """Policy group name -> its agent ids (the targets of interventions)."""
+    groups: dict = {}
+    for agent, name in zip(env.possible_agents, table["group"]):
+        if name:
+            groups.setdefault(name, []).append(agent)
+    return groups
 
 
 def _wandb_logger(cfg: ExperimentConfig, out: Path, meta: dict):

@@ -251,6 +251,7 @@ def load_run(run_dir: str | Path) -> dict:
         "theta": THETA,
         "transcripts": transcripts,
         "has_events": events["present"],
+        "interventions": events["interventions"],
         "has_transcripts": transcripts["present"],
         "config_text": config_text,
         "notices": notices,
@@ -395,7 +396,8 @@ def _lambdas(personas: dict, config: dict, names: list[str], groups: list[str]) 
 # ------------------------------------------------------------------------------ events.jsonl
 def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: dict) -> dict:
     file = path / "events.jsonl"
-    empty = {"present": False, "rounds": [], "topics": [], "items": _items_table([], [], agents),
+    empty = {"present": False, "rounds": [], "topics": [], "interventions": [],
+             "items": _items_table([], [], agents),
              "votes": _votes_table([]), "ties": _ties_table([])}
     if not file.is_file():
         if logging_cfg.get("events") is False:
@@ -404,7 +406,7 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
         else:
             notices.append("No events.jsonl: no posts, comments, DMs, votes or tie updates to show.")
         return empty
-    items, votes, ties = [], [], []
+    items, votes, ties, interventions = [], [], [], []
     bad, other = 0, 0
     try:
         for e, _ in read_jsonl(file):
@@ -433,6 +435,8 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
                     bad += 1
                     continue
                 ties.append((r, e["src"], e["dst"], *nums))
+            elif kind == "INTERVENTION":          # a scheduled intervention: marked on the round axis
+                interventions.append([r, str(e.get("intervention", ""))])
             else:
                 other += 1
     except OSError as exc:
@@ -444,7 +448,8 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
         notices.append(f"events.jsonl: {_plural(other, 'line')} of an unknown kind were ignored.")
     topics = sorted({str(e.get("topic")) for _, _, e in items if e.get("topic") is not None})
     rounds = sorted({r for r, _, _ in items} | {v[0] for v in votes} | {t[0] for t in ties})
-    return {"present": True, "rounds": rounds, "topics": topics, "items": _items_table(items, topics, agents),
+    return {"present": True, "rounds": rounds, "topics": topics, "interventions": interventions,
+            "items": _items_table(items, topics, agents),
             "votes": _votes_table(votes, agents), "ties": _ties_table(ties, agents)}
 
 

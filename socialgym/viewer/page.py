@@ -32,7 +32,8 @@ FEED_BODY = """
 <section id="controls">
  <div class="control round-control">
   <label for="round">Round</label>
-  <input id="round" type="range" min="1" max="{T}" step="1" value="1">
+  <input id="round" type="range" min="1" max="{T}" step="1" value="1" list="intervention-rounds">
+  <datalist id="intervention-rounds"></datalist>
   <span id="round-label">round 1 of {T}</span>
   <span class="hint muted">(← / → keys)</span>
  </div>

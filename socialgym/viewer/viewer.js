@@ -844,12 +844,30 @@
   }
   function renderAll() {
     var t = state.round;
-    $('round-label').textContent = 'round ' + t + ' of ' + T;
+    $('round-label').textContent = 'round ' + t + ' of ' + T + interventionNote(t);
     renderTimeline();
     renderGraph();
     renderAgentTotals();
     renderAgent();
     updateHash();
+  }
+  // scheduled interventions (events.jsonl): tick marks on the round slider, named in its label
+  var INTERVENTIONS = DATA.interventions || [];
+  (function () {
+    var list = $('intervention-rounds'), seen = {};
+    if (!list) return;
+    INTERVENTIONS.forEach(function (iv) {
+      if (seen[iv[0]]) return;
+      seen[iv[0]] = true;
+      var opt = document.createElement('option');
+      opt.value = String(iv[0]);
+      opt.label = 'intervention';
+      list.appendChild(opt);
+    });
+  })();
+  function interventionNote(t) {
+    var kinds = INTERVENTIONS.filter(function (iv) { return iv[0] === t; }).map(function (iv) { return iv[1]; });
+    return kinds.length ? ' \u2014 intervention: ' + kinds.join(', ') : '';
   }
   function setRound(t) {
     t = Math.max(1, Math.min(T, t | 0));
