@@ -192,13 +192,11 @@ def test_every_from_until_repeats_and_lines_precede_the_rounds_actions(tmp_path,
         assert all(e["round"] < lines[i]["round"] for e in lines[:i])
 
 
-def test_resume_after_a_kill_in_an_intervention_round_is_identical(tmp_path):
-    from tests.test_experiments import assert_same_outputs, cli, write_config
+def run_killed_and_resumed(tmp_path, data: dict):
+    """Run ``data`` once uninterrupted and once SIGKILLed after round 3's outputs, then resumed;
+    returns both run directories."""
+    from tests.test_experiments import cli, write_config
 
-    data = with_interventions([
-        {"kind": "post", "at_round": 3, "author": "agent_2", "topic": "climate", "text": "A correction"},
-        {"kind": "recommender", "at_round": 3, "recommender": "random"},
-        {"kind": "add_ties", "at_round": 3, "target": "r", "weight": 0.6}])
     path = write_config(tmp_path / "c.yaml", data)
     ref, broken = tmp_path / "ref", tmp_path / "broken"
     cli("run", str(path), "--out", str(ref), "--quiet")
@@ -206,6 +204,17 @@ def test_resume_after_a_kill_in_an_intervention_round_is_identical(tmp_path):
                check=False)
     assert proc.returncode == -signal.SIGKILL
     cli("resume", str(broken), "--quiet")
+    return ref, broken
+
+
+def test_resume_after_a_kill_in_an_intervention_round_is_identical(tmp_path):
+    from tests.test_experiments import assert_same_outputs
+
+    data = with_interventions([
+        {"kind": "post", "at_round": 3, "author": "agent_2", "topic": "climate", "text": "A correction"},
+        {"kind": "recommender", "at_round": 3, "recommender": "random"},
+        {"kind": "add_ties", "at_round": 3, "target": "r", "weight": 0.6}])
+    ref, broken = run_killed_and_resumed(tmp_path, data)
     assert_same_outputs(ref, broken, 5)
     assert sum(e["kind"] == "INTERVENTION" for e in events(broken)) == 3
 
@@ -356,7 +365,7 @@ def test_the_coach_targets_llm_agents_only():
 def test_a_coach_switch_survives_a_kill_and_resume(tmp_path):
     pytest.importorskip("openai")
     from socialgym.llm.testing import FakeServer
-    from tests.test_experiments import _deterministic_responder, assert_same_outputs, cli, write_config
+    from tests.test_experiments import _deterministic_responder, assert_same_outputs
 
     with FakeServer(_deterministic_responder) as server:
         data = {"seed": 2, "env": {"n_agents": 3, "max_rounds": 4, "recommender": "random", "sentiment": "tone"},
@@ -364,13 +373,7 @@ def test_a_coach_switch_survives_a_kill_and_resume(tmp_path):
                 "llm": {"base_url": server.base_url, "model": "fake", "max_concurrency": 4},
                 "logging": {"report": False, "progress": False},
                 "interventions": [{"kind": "coach", "at_round": 3, "enabled": True}]}
-        path = write_config(tmp_path / "c.yaml", data)
-        ref, broken = tmp_path / "ref", tmp_path / "broken"
-        cli("run", str(path), "--out", str(ref), "--quiet")
-        proc = cli("run", str(path), "--out", str(broken), "--quiet", env_extra={"SOCIALGYM_KILL_AT": "3:outputs"},
-                   check=False)
-        assert proc.returncode == -signal.SIGKILL
-        cli("resume", str(broken), "--quiet")
+        ref, broken = run_killed_and_resumed(tmp_path, data)
     assert_same_outputs(ref, broken, 4)
     assert {(int(r["round"]), r["coached"]) for r in rows(broken)} == {(1, "0"), (2, "0"), (3, "1"), (4, "1")}
 

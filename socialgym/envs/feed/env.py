@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import gc
 from collections import deque
 from dataclasses import dataclass
@@ -686,7 +687,6 @@ class FeedEnv(ParallelEnv):
         if name not in self.RUNTIME_PARAMS:
             raise ValueError(f"set_param: {name!r} cannot change during an episode; allowed: "
                              f"{', '.join(self.RUNTIME_PARAMS)}")
-        import dataclasses
         self.config = dataclasses.replace(self.config, **{name: value})
         t = self.ties
         t.xi, t.delta_max, t.decay, t.b_rec = self.config.xi, self.config.delta_max, self.config.decay, \
