@@ -7,6 +7,9 @@
     socialgym demo [--no-llm] [--out DIR]                        # zero-config: LLM agents, embedded model
     socialgym moderation --out DIR [--discussions N ...]         # the six moderation strategies compared
     socialgym study ties-coach --out DIR [--scale small|paper]   # the core paper's study, figures, claims
+    socialgym fork DIR --at-round T --out DIR2 [--set k=v ...]   # continue DIR after round T, changed
+    socialgym compare DIR_A DIR_B | SWEEP                        # paired differences per round, intervals
+    socialgym interview DIR --agent agent_3 --round 10 "question" # ask a run's LLM agent (DIR unchanged)
 
 Config errors print one line naming the key and exit with status 2.
 """
@@ -79,6 +82,28 @@ def main(argv: list[str] | None = None) -> int:
     p_study.add_argument("--base-url", default=None, help="an OpenAI-compatible server (default: embedded model)")
     p_study.add_argument("--model", default=None)
     p_study.add_argument("--quiet", action="store_true")
+    p_fork = sub.add_parser("fork", help="continue a run from its state after a round, with changes (a "
+                                         "counterfactual branch)")
+    p_fork.add_argument("dir")
+    p_fork.add_argument("--at-round", type=int, required=True, help="the round whose end state the fork starts from")
+    p_fork.add_argument("--out", required=True, help="the new run directory")
+    p_fork.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a change, e.g. --set env.recommender=mf or --set 'interventions=[...]' (repeatable)")
+    p_fork.add_argument("--trust", action="store_true", help="load a snapshot not signed by this user's key")
+    p_fork.add_argument("--quiet", action="store_true")
+    p_cmp = sub.add_parser("compare", help="paired differences B - A per round (rewards, network, cocoon, "
+                                           "surveys) with intervals over replicates")
+    p_cmp.add_argument("a", help="a run, a folder of replicate runs (rep_*), or a sweep (each condition vs the first)")
+    p_cmp.add_argument("b", nargs="?", default=None)
+    p_cmp.add_argument("--out", default=None, help="the CSV to write (default: B/compare.csv)")
+    p_int = sub.add_parser("interview", help="ask an LLM agent of a finished run a question, from its state after "
+                                             "a round (the run directory is not changed)")
+    p_int.add_argument("dir")
+    p_int.add_argument("question")
+    p_int.add_argument("--agent", required=True)
+    p_int.add_argument("--round", type=int, default=None, help="default: the last completed round")
+    p_int.add_argument("--scale", default="text", help="text (default), likert5, 0-10 or 1-10")
+    p_int.add_argument("--trust", action="store_true", help="load a snapshot not signed by this user's key")
     from socialgym.experiments import moderation
 
     p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
@@ -102,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
             return _view(args)
         if args.command == "study":
             return _study(args)
+        if args.command == "fork":
+            return _fork(args)
+        if args.command == "compare":
+            return _compare(args)
+        if args.command == "interview":
+            return _interview(args)
         return _demo(args)
     except (ConfigError, RunError, LLMAuthError) as exc:
         print(f"socialgym: error: {exc}", file=sys.stderr)
@@ -229,6 +260,42 @@ def _study(args) -> int:
         print(f"{verdict:>13}  {claim}")
     print(f"study of {result['runs']} runs: {result['html']}")
     return _print_problems(result)
+
+
+def _fork(args) -> int:
+    from socialgym.experiments.fork import fork_run
+
+    summary = fork_run(args.dir, args.at_round, args.out, overrides=args.overrides, trust=args.trust,
+                       progress=False if args.quiet else None)
+    return _print_done(args.out, summary)
+
+
+def _compare(args) -> int:
+    from socialgym.experiments.compare import compare
+    from socialgym.experiments.sweep import SWEEP_FILE, compare_sweep
+
+    if args.b is None:
+        if not (Path(args.a) / SWEEP_FILE).exists():
+            from socialgym.experiments import RunError
+            raise RunError(f"compare: give two runs (or replicate folders), or one sweep; {args.a} is no sweep")
+        results = compare_sweep(args.a)
+    else:
+        results = [compare(args.a, args.b, args.out)]
+    for result in results:
+        print(f"{result['csv']} ({result['pairs']} pairs); summary {result['md']}")
+        for warning in result["warnings"]:
+            print(f"socialgym: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _interview(args) -> int:
+    import json
+
+    from socialgym.experiments.fork import interview_run
+
+    print(json.dumps(interview_run(args.dir, args.agent, args.question, round=args.round, scale=args.scale,
+                                   trust=args.trust), ensure_ascii=False))
+    return 0
 
 
 def _fresh(base: Path) -> Path:

@@ -84,6 +84,32 @@ def write_checkpoint(path: Path, state: Any, *, before_rename=None) -> None:
     os.replace(tmp, path)                 # atomic: the old checkpoint or the new one, never half
 
 
+SNAPSHOTS = "snapshots"
+
+
+def snapshot_path(run_dir: Path, round: int) -> Path:
+    """Where the checkpoint made after ``round`` is kept (``run.snapshots``)."""
+    return Path(run_dir) / SNAPSHOTS / f"round_{int(round):04d}.pkl"
+
+
+def keep_snapshot(run_dir: Path, round: int, checkpoint: str = "checkpoint.pkl") -> Path:
+    """Keep the run's current checkpoint file as the snapshot of ``round``: a hard link (the next
+    checkpoint is a new file renamed over the old name, so the link keeps this one's bytes at no
+    cost), or a copy where the filesystem has no hard links. Replaces an older snapshot of the
+    same round (a run restarted from round 0)."""
+    source, path = Path(run_dir) / checkpoint, snapshot_path(run_dir, round)
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:
+        import shutil
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, path)
+    return path
+
+
 def read_checkpoint(path: Path, *, trust: bool = False) -> Any:
     """The state saved by :func:`write_checkpoint`, after its MAC was verified (``trust`` skips the
     check and warns). Raises :class:`CheckpointError` naming the file and what to do."""

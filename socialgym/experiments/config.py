@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -105,6 +106,7 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "run.replicates": (1, MAX_REPLICATES, False),
     "run.workers": (1, MAX_WORKERS, False),
     "run.max_fallback_share": (0, 1, False),
+    "run.fork_at": (1, MAX_ROUNDS, False),
 }
 # string fields with a shorter limit than MAX_STRING_CHARS (wandb's own limits for its fields)
 STRING_LIMITS = {"logging.wandb.project": 128, "logging.wandb.entity": 128, "logging.wandb.name": 128,
@@ -278,6 +280,15 @@ class RunConfig:
     """LLM runs: when more than this share of LLM tasks (an agent's plan, texts, votes... in one
     round) fell back, the run ends non-zero, with the problem in summary.json and the report
     (its outputs are kept)."""
+    snapshots: bool = True
+    """Keep each round's checkpoint in snapshots/round_NNNN.pkl (a hard link to the checkpoint
+    file when the filesystem allows, else a copy): ``socialgym fork`` and ``socialgym interview``
+    start from them."""
+    fork_at: int | None = None
+    """Sweeps: the first cell's replicate k runs whole; every other cell's replicate k is a fork
+    of it after round ``fork_at`` (``socialgym.experiments.fork``), so treatment and control share
+    everything before the cells' differences take effect. The cells may differ only in what a
+    fork can change (interventions, surveys, runtime env parameters, llm/logging/run settings)."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +306,9 @@ class ExperimentConfig:
     interventions: tuple = ()
     """Scheduled interventions (``socialgym.experiments.interventions``): frozen mappings, each
     with a kind, its round(s) and its target; applied at the start of their rounds."""
+    surveys: tuple = ()
+    """Questionnaires put to agents at the end of given rounds (``socialgym.experiments.surveys``):
+    frozen mappings; answers in surveys.csv and, for free text, interviews.jsonl."""
 
     # ------------------------------------------------------------------ derived
     def uses_llm(self) -> bool:
@@ -604,18 +618,50 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
     _check(cfg)
     if raw.get("interventions") is not None:
         cfg = dataclasses.replace(cfg, interventions=_interventions(cfg, raw["interventions"]))
+    if raw.get("surveys") is not None:
+        cfg = dataclasses.replace(cfg, surveys=_surveys(cfg, raw["surveys"]))
     _check_env_objects(cfg)
     _check_policy_params(cfg)
     _check_personas(cfg)
-    for assignment in grid(cfg):             # every cell of the sweep must be a valid config too
-        if assignment:
-            with_values(cfg, assignment)
+    cells = [with_values(cfg, a) if a else cfg for a in grid(cfg)]   # every cell must be a valid config too
+    if cfg.run.fork_at is not None:
+        _check_forks(cfg, cells)
     return cfg
+
+
+def _check_forks(cfg: ExperimentConfig, cells: list) -> None:
+    """``run.fork_at``: before the last round, and every cell a possible fork of the first."""
+    max_rounds = int(cfg.env.get("max_rounds", FeedConfig.max_rounds))
+    if not 1 <= cfg.run.fork_at < max_rounds:
+        raise ConfigError(f"run.fork_at must lie in [1, {max_rounds - 1}] (env.max_rounds is {max_rounds}), "
+                          f"got {cfg.run.fork_at}")
+    if not cfg.run.checkpoint or not cfg.run.snapshots:
+        raise ConfigError("run.fork_at needs run.checkpoint and run.snapshots on (forks start from a snapshot)")
+    if len(cells) > 1:
+        for assignment, cell in zip(grid(cfg)[1:], cells[1:]):
+            try:
+                fork_config(cells[0], cell, cfg.run.fork_at)
+            except ConfigError as exc:
+                raise ConfigError(f"run.fork_at: sweep cell {show(dict(thaw(assignment)), 120)} cannot be a fork of "
+                                  f"the first cell: {exc}") from None
 
 
 def _interventions(cfg: ExperimentConfig, raw: Any) -> tuple:
     from socialgym.experiments.interventions import InterventionError, check_interventions
 
+    agents, groups, llm_agents = _group_members(cfg)
+    try:
+        specs = check_interventions(raw, max_rounds=int(cfg.env.get("max_rounds", FeedConfig.max_rounds)),
+                                    agents=agents, groups=groups,
+                                    agent_interests=cfg.env.get("agent_interests") is not None,
+                                    llm_agents=llm_agents)
+    except InterventionError as exc:
+        raise ConfigError(str(exc)) from None
+    return tuple(freeze(s) for s in specs)
+
+
+def _group_members(cfg: ExperimentConfig) -> tuple[list[str], dict, list[str]]:
+    """The agent ids, policy group name -> its ids (named groups only), and the llm agents."""
     n = int(cfg.env.get("n_agents", FeedConfig.n_agents))
     agents = [f"agent_{i}" for i in range(n)]
     groups, llm_agents, start = {}, [], 0
@@ -625,12 +671,17 @@ def _interventions(cfg: ExperimentConfig, raw: Any) -> tuple:
         if g.kind == "llm":
             llm_agents += agents[start:start + g.agents]
         start += g.agents
+    return agents, groups, llm_agents
+
+
+def _surveys(cfg: ExperimentConfig, raw: Any) -> tuple:
+    from socialgym.experiments.surveys import SurveyError, check_surveys
+
+    agents, groups, _ = _group_members(cfg)
     try:
-        specs = check_interventions(raw, max_rounds=int(cfg.env.get("max_rounds", FeedConfig.max_rounds)),
-                                    agents=agents, groups=groups,
-                                    agent_interests=cfg.env.get("agent_interests") is not None,
-                                    llm_agents=llm_agents)
-    except InterventionError as exc:
+        specs = check_surveys(raw, max_rounds=int(cfg.env.get("max_rounds", FeedConfig.max_rounds)),
+                              agents=agents, groups=groups)
+    except SurveyError as exc:
         raise ConfigError(str(exc)) from None
     return tuple(freeze(s) for s in specs)
 
@@ -833,7 +884,7 @@ def _sweep(raw: Any) -> FrozenDict:
         raise ConfigError(f"sweep must be a mapping of dotted keys to lists of values, got {show(raw)}")
     cells = 1
     for key, values in raw.items():
-        if not isinstance(key, str) or "." not in key and key != "seed":
+        if not isinstance(key, str) or "." not in key and key not in ("seed", "interventions", "surveys"):
             raise ConfigError(f"sweep key {show(key)} must be a dotted config path such as env.recommender")
         parts = key.split(".")
         if any(not p.strip() for p in parts):
@@ -1096,6 +1147,136 @@ def with_values(cfg: ExperimentConfig, assignment: Mapping[str, Any]) -> Experim
         raise ConfigError(f"sweep cell {show(dict(thaw(assignment)), 160)}: {exc}") from None
 
 
+# ---------------------------------------------------------------------------------- forks
+FORK_RUNTIME_ENV = ("half_life", "xi", "delta_max", "b_rec")          # FeedEnv.RUNTIME_PARAMS
+FORK_RECOMMENDER_ENV = ("recommender", "recommender_kwargs", "rerank")
+FORK_TAKES_EFFECT = ("llm", "logging", "run")
+FORK_SCHEDULED = ("interventions", "surveys")
+
+
+def fork_config(base: ExperimentConfig, target: ExperimentConfig, at_round: int) -> tuple[ExperimentConfig, list]:
+    """The config a fork after round ``at_round`` runs with: ``base`` (the config rounds 1..t ran
+    with) changed towards ``target``. Returns it and the list of changes, each a short text.
+    Raises :class:`ConfigError` naming a key that a fork cannot change."""
+    max_rounds = _fork_max_rounds(base)
+    if not 1 <= at_round < max_rounds:
+        raise ConfigError(f"--at-round must lie in [1, {max_rounds - 1}] (env.max_rounds is {max_rounds}: a fork "
+                          f"continues from the state after that round), got {at_round}")
+    old, new = to_dict(base, redact=False), to_dict(target, redact=False)
+    old.pop("sweep", None)
+    new.pop("sweep", None)
+    out = {k: v for k, v in old.items()}
+    changes: list[str] = []
+    later: list[dict] = []                                          # interventions at t+1
+    for section in FORK_TAKES_EFFECT:
+        if old.get(section) != new.get(section):
+            out[section] = new.get(section)
+            changes += [f"{k}: {_fork_short(a)} -> {_fork_short(b)}"
+                        for k, a, b in _fork_diff(old.get(section), new.get(section), section)]
+    first = at_round + 1
+    for key in FORK_SCHEDULED:
+        before, after = old.get(key) or [], new.get(key) or []
+        if _fork_past(before, at_round, max_rounds) != _fork_past(after, at_round, max_rounds):
+            raise ConfigError(f"{key}: the fork changes {key} of rounds <= {at_round}, which already happened "
+                              f"before the fork; change only rounds >= {first}")
+        if before != after:
+            out[key] = after
+            changes.append(f"{key}: {len(before)} -> {len(after)} entries")
+    env_old, env_new = dict(old.get("env") or {}), dict(new.get("env") or {})
+    for key in sorted(set(env_old) | set(env_new)):
+        if env_old.get(key) == env_new.get(key) or key in FORK_RECOMMENDER_ENV:
+            continue
+        if key not in FORK_RUNTIME_ENV:
+            raise ConfigError(_fork_cannot(f"env.{key}", at_round))
+        later.append({"kind": "param", "at_round": first, "name": key, "value": env_new[key]})
+        changes.append(f"env.{key}: {_fork_short(env_old.get(key, _fork_default(key)))} -> "
+                       f"{_fork_short(env_new.get(key))} from round {first}")
+    if any(env_old.get(k) != env_new.get(k) for k in FORK_RECOMMENDER_ENV):
+        spec = {"kind": "recommender", "at_round": first,
+                "recommender": env_new.get("recommender", FeedConfig.recommender)}
+        if env_new.get("recommender_kwargs"):
+            spec["params"] = env_new["recommender_kwargs"]
+        if env_new.get("rerank"):
+            spec["rerank"] = env_new["rerank"]
+        later.append(spec)
+        changes.append(f"recommender: {_fork_short(env_old.get('recommender', FeedConfig.recommender))} -> "
+                       f"{_fork_short(spec['recommender'])}{' with re-ranking' if spec.get('rerank') else ''} "
+                       f"from round {first}")
+    later += _coach_changes(base, target, first, changes)
+    for key in old:
+        if key not in (*FORK_TAKES_EFFECT, *FORK_SCHEDULED, "env", "policy") and old.get(key) != new.get(key):
+            raise ConfigError(_fork_cannot(key, at_round))
+    if later:
+        out["interventions"] = list(out.get("interventions") or []) + later
+    try:
+        return from_dict(out), changes
+    except ConfigError as exc:
+        raise ConfigError(f"the fork's config: {exc}") from None
+
+
+def _fork_default(key: str) -> Any:
+    return getattr(FeedConfig, key, None)
+
+
+def _fork_max_rounds(cfg: ExperimentConfig) -> int:
+    return int(cfg.env.get("max_rounds", FeedConfig.max_rounds))
+
+
+def _fork_past(specs: list, t: int, max_rounds: int) -> list:
+    """The part of a schedule that applied in rounds <= t: (spec without its schedule, rounds)."""
+    from socialgym.experiments.interventions import SCHEDULE_KEYS, rounds_of
+    past = []
+    for spec in specs:
+        rounds = [r for r in rounds_of(spec, max_rounds) if r <= t]
+        if rounds:
+            past.append(({k: v for k, v in spec.items() if k not in SCHEDULE_KEYS}, rounds))
+    return past
+
+
+def _coach_changes(base: ExperimentConfig, target: ExperimentConfig, first: int, changes: list) -> list:
+    """Coach switches (policy.coach, a group's coach) as interventions; any other policy change
+    is refused."""
+    specs = []
+    old_groups, new_groups = base.policy_groups(), target.policy_groups()
+    strip = [("coach",)]
+    same = len(old_groups) == len(new_groups) and all(
+        _group_without(a, strip) == _group_without(b, strip) for a, b in zip(old_groups, new_groups))
+    if not same or base.policy.kind != target.policy.kind or base.policy.params != target.policy.params:
+        raise ConfigError(_fork_cannot("policy (anything but coach)", first - 1))
+    for a, b in zip(old_groups, new_groups):
+        if a.coach != b.coach:
+            specs.append({"kind": "coach", "at_round": first, "enabled": bool(b.coach),
+                          "target": a.name if base.policy.groups else "all"})
+            changes.append(f"coach of {a.name if base.policy.groups else 'all agents'}: {a.coach} -> {b.coach} "
+                           f"from round {first}")
+    return specs
+
+
+def _group_without(group, keys) -> tuple:
+    return tuple((f.name, getattr(group, f.name)) for f in dataclasses.fields(group) if (f.name,) not in keys)
+
+
+def _fork_cannot(key: str, at_round: int) -> str:
+    return (f"{key} cannot change in a fork: it describes the state after round {at_round} that the fork starts "
+            f"from; a fork can change interventions and surveys of later rounds, env.recommender / "
+            f"recommender_kwargs / rerank, {', '.join('env.' + k for k in FORK_RUNTIME_ENV)}, the coach, and the llm, "
+            f"logging and run sections (for anything else start a new run)")
+
+
+def _fork_diff(a: Any, b: Any, prefix: str) -> list:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            out += _fork_diff(a.get(k), b.get(k), f"{prefix}.{k}")
+        return out
+    return [] if a == b else [(prefix, a, b)]
+
+
+def _fork_short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(thaw(value), default=str, separators=(",", ":"))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 # ---------------------------------------------------------------------------------- writing
 def to_dict(cfg: ExperimentConfig, redact: bool = True) -> dict:
     """Plain data (YAML-ready). ``redact`` drops every secret-looking key (api_key, token, ...;
@@ -1103,8 +1284,9 @@ def to_dict(cfg: ExperimentConfig, redact: bool = True) -> dict:
     out = thaw(dataclasses.asdict(cfg))
     if not out["policy"]["groups"]:
         del out["policy"]["groups"]
-    if not out["interventions"]:
-        del out["interventions"]
+    for key in ("interventions", "surveys"):
+        if not out[key]:
+            del out[key]
     return drop_secrets(out) if redact else out
 
 

@@ -38,12 +38,15 @@ ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_COLUMNS
 NETWORK_METRICS = ("n_edges", "density", "clustering", "lcc_fraction", "avg_shortest_path", "modularity",
                    "homophily", "directed_density", "directed_clustering")
 EXPOSURE_METRICS = ("mean_topic_entropy", "deep_cocoon_share", "author_exposure_gini", "cross_cutting_share")
-TEXT_FILES = ("rounds.csv", "network.csv", "events.jsonl", "transcripts.jsonl")
+SURVEY_COLUMNS = ("round", "agent", "group", "policy", "survey", "item", "scale", "answer", "status", "source")
+"""surveys.csv, one row per agent, item and round (socialgym.experiments.surveys)."""
+TEXT_FILES = ("rounds.csv", "network.csv", "events.jsonl", "transcripts.jsonl", "surveys.csv", "interviews.jsonl")
 
 
 class RunRecorder:
     def __init__(self, out: Path, *, agents: Sequence[str], groups: Sequence[str], kinds: Sequence[str],
                  coached: Sequence[bool], events: bool = True, ties: bool = True, transcripts: bool = False,
+                 surveys: bool = False,
                  network_every: int = 1, max_rounds: int | None = None,
                  tie_digests: Mapping[str, str] | None = None) -> None:
         self.out = Path(out)
@@ -64,14 +67,15 @@ class RunRecorder:
         self._hashed: dict[str, int] = {}
         self.tie_digests: dict[str, str] = dict(tie_digests or {})
         for name in TEXT_FILES:
-            if name == "events.jsonl" and not events or name == "transcripts.jsonl" and not transcripts:
+            if name == "events.jsonl" and not events or name == "transcripts.jsonl" and not transcripts \
+                    or name in ("surveys.csv", "interviews.jsonl") and not surveys:
                 continue
             path = self.out / name
             fresh = not path.exists() or path.stat().st_size == 0
             self._hashes[name], self._hashed[name] = _file_digest(path)
             self._files[name] = open(path, "a", newline="", encoding="utf-8")
             if fresh and name.endswith(".csv"):
-                columns = ROUND_COLUMNS if name == "rounds.csv" else self.network_columns
+                columns = {"rounds.csv": ROUND_COLUMNS, "surveys.csv": SURVEY_COLUMNS}.get(name, self.network_columns)
                 self._files[name].write(",".join(columns) + "\n")
         self._last_network: dict[str, Any] = {}
         self._fallbacks_seen = 0
@@ -87,6 +91,13 @@ class RunRecorder:
         """One extra line of events.jsonl (e.g. an applied intervention), when events are kept."""
         f = self._files.get("events.jsonl")
         if f is not None:
+            f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
+    def record_survey(self, rows: Sequence[Mapping], interviews: Sequence[Mapping]) -> None:
+        """A round's survey answers: surveys.csv rows and, for free-text items, interviews.jsonl."""
+        self._write_csv("surveys.csv", SURVEY_COLUMNS, rows)
+        f = self._files["interviews.jsonl"]
+        for entry in interviews:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def record_round(self, env, usage=None) -> tuple[list[dict], dict, list[dict]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import shutil
 import sys
 import time
 import uuid
@@ -35,8 +36,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml, load_config, to_dict
-from socialgym.experiments.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml, load_config, thaw, to_dict
+from socialgym.experiments.checkpoint import (SNAPSHOTS, CheckpointError, keep_snapshot, read_checkpoint,
+                                             snapshot_path, write_checkpoint)
 from socialgym.experiments.files import read_json, to_float, write_json
 from socialgym.experiments.recorder import RunRecorder, truncate_outputs, verify_outputs
 
@@ -180,9 +182,11 @@ class _RunExecution:
             client = self._client(stack)
             if checkpoint is None:
                 truncate_outputs(out, {}, 0)
+                shutil.rmtree(out / SNAPSHOTS, ignore_errors=True)      # a restart's stale ones
                 env, policy, table = self._build(client)
                 obs, _ = env.reset(seed=self.seed)
                 done_rounds, seconds = 0, 0.0
+                surveys = None
             else:
                 truncate_outputs(out, checkpoint["sizes"], checkpoint["round"])
                 env, policy, obs = checkpoint["env"], checkpoint["policy"], checkpoint["obs"]
@@ -191,8 +195,20 @@ class _RunExecution:
                 if client is not None and checkpoint["llm"] is not None:
                     client.load_state_dict(checkpoint["llm"])
                 done_rounds, seconds = checkpoint["round"], checkpoint["seconds"]
+                surveys = checkpoint.get("surveys")
+                if cfg.run.snapshots and not snapshot_path(out, done_rounds).exists():
+                    keep_snapshot(out, done_rounds)     # killed between the checkpoint and its link
+            if cfg.surveys:
+                from socialgym.experiments.surveys import Surveys
+                specs = [thaw(s) for s in cfg.surveys]
+                if surveys is None:        # (a fork that adds surveys: their exposure counts from here)
+                    surveys = Surveys(specs, list(env.possible_agents), list(table["group"]), list(table["kind"]))
+                surveys.specs = specs      # the config's: a fork may have changed later rounds' surveys
+            else:
+                surveys = None
             recorder = RunRecorder(out, agents=env.possible_agents, groups=table["group"], kinds=table["kind"],
                                    coached=table["coached"], events=cfg.logging.events, ties=cfg.logging.ties,
+                                   surveys=surveys is not None,
                                    transcripts=cfg.logging.transcripts and client is not None,
                                    network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds,
                                    tie_digests={k[len("ties/"):]: v for k, v in checkpoint["digests"].items()
@@ -208,17 +224,22 @@ class _RunExecution:
             while env.agents:
                 r = env.round
                 obs = self._intervene(env, obs, recorder, groups, policy, table, client)   # this round's
+                if surveys is not None:
+                    surveys.observe(env)                                  # what the round's feeds show
                 obs, _, _, _, _ = env.step(policy.act(obs))               # act phase
                 _fault(r, "act")
                 obs, _, _, _, _ = env.step(policy.act(obs))               # vote phase
                 rows, network, posts = recorder.record_round(env, usage)
+                if surveys is not None and surveys.due(r, env.config.max_rounds):
+                    recorder.record_survey(*surveys.administer(r, env, policy, client))
                 sizes = recorder.sync()
                 _fault(r, "outputs")
                 if wandb is not None:
                     wandb.log_round(r, rows, network, env.tie_matrix(), posts)
                 seconds = time.perf_counter() - started
                 if cfg.run.checkpoint:
-                    self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, seconds)
+                    self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, seconds,
+                                     surveys)
                 self._write_summary(env, table, "running", r, seconds, usage)
                 bar.update(r, network, usage)
             bar.close()
@@ -261,18 +282,10 @@ class _RunExecution:
 
     # ------------------------------------------------------------------ construction
     def _client(self, stack: contextlib.ExitStack):
-        cfg = self.cfg
-        if not cfg.uses_llm():
+        if not self.cfg.uses_llm():
             return None
-        from socialgym.llm import open_client
-
-        llm = cfg.llm or LLMConfig()     # no base_url: the embedded model, served for the length of the run
-        return stack.enter_context(open_client(
-            llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
-            server_log=self.out / "llm_server.log", max_concurrency=llm.max_concurrency, timeout=llm.timeout,
-            max_retries=llm.max_retries, temperature=llm.temperature, max_tokens=llm.max_tokens,
-            structured=llm.structured, max_repairs=llm.max_repairs, seed=self.seed,
-            cache=self.out / "llm_cache.sqlite" if llm.cache else None))
+        cache = self.out / "llm_cache.sqlite" if (self.cfg.llm or LLMConfig()).cache else None
+        return stack.enter_context(open_run_client(self.cfg, self.seed, self.out / "llm_server.log", cache))
 
     def _build(self, client):
         """The environment and the scenario: policy groups over contiguous agent ranges."""
@@ -399,7 +412,7 @@ class _RunExecution:
             raise RunError(f"llm policy: bad params {params}: {exc}") from None
 
     # ------------------------------------------------------------------ persistence
-    def _checkpoint(self, env, policy, obs, table, client, sizes, digests, r, seconds) -> None:
+    def _checkpoint(self, env, policy, obs, table, client, sizes, digests, r, seconds, surveys=None) -> None:
         if self._files is None:                # outputs written once, before round 1
             self._files = {name: hashlib.sha256((self.out / name).read_bytes()).hexdigest()
                            for name in ("personas.json",) if (self.out / name).exists()}
@@ -407,8 +420,11 @@ class _RunExecution:
                  "config_sha256": _config_digest(self.out / "config.yaml"), "config": to_dict(self.cfg),
                  "round": r, "env": env, "policy": policy, "obs": obs,
                  "table": table, "llm": client.state_dict() if client is not None else None,
-                 "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds}
+                 "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds,
+                 "surveys": surveys}
         write_checkpoint(self.out / CHECKPOINT, state, before_rename=lambda: _fault(r, "checkpoint"))
+        if self.cfg.run.snapshots:
+            keep_snapshot(self.out, r)
 
     def _complete(self, checkpoint: dict) -> dict:
         """A finished run resumed: the checkpoint was verified against the files; the summary is
@@ -508,6 +524,19 @@ def fallback_share(usage) -> float:
     failed = {(f.agent, f.round, f.purpose) for f in usage.fallbacks}
     tasks = {(c.agent, c.round, c.purpose) for c in usage.calls} | failed
     return len(failed) / len(tasks) if tasks else 0.0
+
+
+def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: Path | None):
+    """A context manager giving the LLM client of a run with ``cfg``'s llm settings (no
+    ``base_url``: the embedded model, served until the context ends)."""
+    from socialgym.llm import open_client
+
+    llm = cfg.llm or LLMConfig()
+    return open_client(
+        llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
+        server_log=server_log, max_concurrency=llm.max_concurrency, timeout=llm.timeout,
+        max_retries=llm.max_retries, temperature=llm.temperature, max_tokens=llm.max_tokens,
+        structured=llm.structured, max_repairs=llm.max_repairs, seed=seed, cache=cache)
 
 
 def _attach(client, policy, env) -> None:

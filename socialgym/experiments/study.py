@@ -33,7 +33,8 @@ from socialgym.experiments import claims as claim_stats
 from socialgym.experiments.config import ConfigError, load_config
 from socialgym.experiments.runner import RunError
 from socialgym.experiments.files import read_records, write_csv
-from socialgym.experiments.sweep import SWEEP_FILE, mean_ci, resume_sweep, run_sweep
+from socialgym.experiments.compare import mean_ci
+from socialgym.experiments.sweep import SWEEP_FILE, resume_sweep, run_sweep
 
 STUDIES = {"ties-coach": {"paper": "ties-coach.yaml", "small": "ties-coach-small.yaml"}}
 

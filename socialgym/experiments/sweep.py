@@ -42,20 +42,20 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.config import (ExperimentConfig, dump_yaml, grid, load_config, thaw, to_dict,
                                          with_values)
-from socialgym.experiments.files import read_csv, read_json, to_float, write_csv, write_json
+from socialgym.experiments.files import read_json, write_csv, write_json
+from socialgym.experiments.compare import compare, mean_ci, run_metrics
 from socialgym.experiments.runner import CHECKPOINT, RunError, resume_experiment, run_experiment
 
 SWEEP_FILE = "sweep.json"
 SWEEP_VERSION = 1
 AGGREGATE_FILE = "aggregate.csv"
-REWARD_METRICS = (*REWARD_NAMES, "total")
 NETWORK_PLOT_METRICS = ("density", "clustering", "mean_tie", "deep_cocoon_share")
 ID_CHARS = 48
 """Longest readable part of a condition id (the ``cNN-`` index keeps ids unique)."""
@@ -77,6 +77,9 @@ class Job:
     """The cell's config (no sweep section) with ``seed`` replaced."""
     out: str
     """Run directory relative to the sweep directory: ``runs/<condition_id>/rep_<k>``."""
+    fork_from: str | None = None
+    """With ``run.fork_at``: the run (relative path) this one is forked from after round
+    ``config.run.fork_at`` — replicate k of the first condition; None for the first condition."""
 
     @property
     def name(self) -> str:
@@ -88,14 +91,17 @@ def jobs(cfg: ExperimentConfig) -> list[Job]:
     cells = grid(cfg)
     width = max(2, len(str(len(cells) - 1)))
     out = []
+    first = None
     for index, cell in enumerate(cells):
         cell = thaw(cell)                        # plain dicts/lists: YAML- and JSON-ready
         cell_cfg = with_values(cfg, cell)
         cid = condition_id(index, cell, width)
+        first = first or cid
         for k in range(cfg.run.replicates):
             seed = cell_cfg.seed + k
+            fork_from = f"runs/{first}/rep_{k}" if cfg.run.fork_at is not None and index > 0 else None
             out.append(Job(cid, dict(cell), k, seed, dataclasses.replace(cell_cfg, seed=seed),
-                           f"runs/{cid}/rep_{k}"))
+                           f"runs/{cid}/rep_{k}", fork_from))
     return out
 
 
@@ -126,6 +132,9 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
     out = Path(out)
     if (out / SWEEP_FILE).exists():
         raise RunError(f"{out} already holds a sweep: use `socialgym resume {out}` or another --out")
+    if cfg.run.fork_at is not None and len(grid(cfg)) < 2:
+        raise RunError("run.fork_at forks every condition of a sweep from the first one after that round; this "
+                       "config has one condition (give a sweep section)")
     todo = jobs(cfg)
     out.mkdir(parents=True, exist_ok=True)
     dump_yaml(cfg, out / "config.yaml")
@@ -158,7 +167,8 @@ def _manifest(cfg: ExperimentConfig, todo: list[Job]) -> dict:
         "backend": cfg.run.backend,
         "seeds": "common random numbers: replicate k of every condition runs with seed cell.seed + k",
         "jobs": [{"condition_id": j.condition_id, "condition": j.condition, "replicate": j.replicate,
-                  "seed": j.seed, "out": j.out} for j in todo],
+                  "seed": j.seed, "out": j.out, **({"fork_from": j.fork_from, "fork_at": j.config.run.fork_at}
+                                                    if j.fork_from else {})} for j in todo],
         "config": to_dict(cfg, redact=True),
     }
 
@@ -172,9 +182,11 @@ def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool |
         _say(f"sweep: {skipped} of {len(todo)} runs already complete, {len(pending)} to run")
     results: list[dict] = []
     report = _reporter(show, len(pending), results)
-    if pending:
-        backend = _run_ray if cfg.run.backend == "ray" else _run_local
-        backend(cfg, out, pending, report, dict(options or {}))
+    backend = _run_ray if cfg.run.backend == "ray" else _run_local
+    # forks start from their first-condition run's snapshot: those runs first, then the forks
+    for phase in ([j for j in pending if j.fork_from is None], [j for j in pending if j.fork_from is not None]):
+        if phase:
+            backend(cfg, out, phase, report, dict(options or {}))
     failed = [r for r in results if r["error"] is not None]
     path = aggregate(out)
     if failed:
@@ -264,6 +276,13 @@ def run_job(job: Job, root: str, options: dict | None = None) -> dict:
         if not _complete(path):
             if (path / "summary.json").exists() or (path / CHECKPOINT).exists():
                 resume_experiment(path, progress=False, **(options or {}))
+            elif job.fork_from is not None:
+                from socialgym.experiments.fork import fork_run
+                base = Path(root) / job.fork_from
+                if not _complete(base):
+                    raise RunError(f"cannot fork from {job.fork_from}: that run is not complete")
+                fork_run(base, job.config.run.fork_at, path, config=job.config, condition=job.condition,
+                         replicate=job.replicate, trust=bool((options or {}).get("trust")), progress=False)
             else:
                 run_experiment(job.config, path, condition=job.condition, replicate=job.replicate,
                                progress=False)
@@ -306,7 +325,7 @@ def aggregate(directory: str | Path) -> Path:
         if not _complete(run):
             continue
         per_condition = values.setdefault(cid, {})
-        for metric, series in _run_metrics(run).items():
+        for metric, series in run_metrics(run).items():
             for r, v in series.items():
                 per_condition.setdefault(metric, {}).setdefault(r, []).append(v)
     rows = []
@@ -319,6 +338,8 @@ def aggregate(directory: str | Path) -> Path:
     write_csv(path, ["condition_id", *keys, "round", "metric", "mean", "ci_low", "ci_high", "n"], rows)
     if values:
         _plots(out / "plots", values)
+    if any(job.get("fork_from") for job in manifest["jobs"]) and len(values) > 1:
+        compare_sweep(out)                 # forks: each condition paired with the first
     _index(out, manifest)
     return path
 
@@ -349,45 +370,18 @@ def _index(out: Path, manifest: dict) -> None:
     os.replace(tmp, out / "index.html")
 
 
-def mean_ci(samples: Iterable[float], level: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean and two-sided t-interval (n-1 degrees of freedom) of the finite samples; the interval
-    is the mean itself when n == 1, and everything is nan when n == 0."""
-    x = np.array([v for v in samples if v is not None and math.isfinite(v)], dtype=float)
-    n = len(x)
-    if n == 0:
-        return math.nan, math.nan, math.nan, 0
-    mean = float(x.mean())
-    if n == 1:
-        return mean, mean, mean, 1
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half, n
-
-
-def _run_metrics(run: Path) -> dict[str, dict[int, float]]:
-    """{metric: {round: value}}: rounds.csv's rewards averaged over agents, network.csv's
-    numeric columns as they are."""
-    metrics: dict[str, dict[int, float]] = {}
-    header, rows = read_csv(run / "rounds.csv")
-    columns = [c for c in REWARD_METRICS if c in header]
-    sums: dict[int, list] = {}
-    for row in rows:
-        record = dict(zip(header, row))
-        acc = sums.setdefault(int(record["round"]), [np.zeros(len(columns)), 0])
-        acc[0] += [to_float(record[c]) for c in columns]
-        acc[1] += 1
-    for r, (total, count) in sums.items():
-        for c, v in zip(columns, total / count):
-            metrics.setdefault(c, {})[r] = float(v)
-    header, rows = read_csv(run / "network.csv")
-    records = [dict(zip(header, row)) for row in rows]
-    for column in header:
-        cells = [rec.get(column, "") for rec in records]
-        if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
-            continue                             # the key, or a text column
-        metrics[column] = {int(rec["round"]): to_float(c) for rec, c in zip(records, cells)}
-    return metrics
+def compare_sweep(directory: str | Path) -> list[dict]:
+    """Every condition of the sweep in ``directory`` against its first condition."""
+    root = Path(directory)
+    manifest = read_json(root / SWEEP_FILE)
+    if not isinstance(manifest, dict):
+        raise RunError(f"{root} is not a sweep directory (no {SWEEP_FILE})")
+    conditions = list(dict.fromkeys(job["condition_id"] for job in manifest.get("jobs", [])))
+    if len(conditions) < 2:
+        raise RunError(f"{root} has {len(conditions)} condition(s): nothing to compare")
+    control = conditions[0]
+    return [compare(root / "runs" / control, root / "runs" / cid, root / "compare" / f"{cid}.csv")
+            for cid in conditions[1:]]
 
 
 def _plots(folder: Path, values: dict) -> None:
@@ -430,10 +424,4 @@ def _plots(folder: Path, values: dict) -> None:
         save(fig, folder / name)
 
 
-# ---------------------------------------------------------------------------------- files
-def _numeric(text: str) -> bool:
-    """Empty or a number (empty cells and nan are allowed in numeric columns)."""
-    return text == "" or not math.isnan(to_float(text)) or text.strip().lower() == "nan"
-
-
-__all__ = ["Job", "jobs", "condition_id", "run_sweep", "resume_sweep", "aggregate", "mean_ci", "run_job"]
+__all__ = ["Job", "jobs", "condition_id", "run_sweep", "resume_sweep", "aggregate", "run_job", "compare_sweep"]

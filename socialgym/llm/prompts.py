@@ -1,6 +1,7 @@
 """The prompts of the feed game's LLM agents, in one place: the core paper's App. A prompts
 (Coach, Plan, Vote, Tie-Update) restated in the project's own words, plus the text-writing step,
-the reflect (stance) step, the Mini-IPIP survey and the repair message (also the default
+the reflect (stance) step, the Mini-IPIP survey, the surveys put to agents during a run
+(``survey_round_*``, ``socialgym.experiments.surveys``) and the repair message (also the default
 re-prompt of every JSON request ``LLMClient`` sends).
 
 Prompts sent elsewhere live with their users: the discussion environment's texts (actor
@@ -209,6 +210,22 @@ Rate how well each statement describes you: 1 very inaccurate, 2 moderately inac
 {items}
 Reply with JSON only: {{"answers": {{"q1": 1-5, ..., "q{n_items}": 1-5}}}}."""
 
+# Surveys during a run (socialgym.experiments.surveys): the persona and memory, then the items.
+SURVEY_ROUND_SYSTEM = """\
+{persona}
+{memory}You are now filling in a short survey about your time on the platform. It is not a move \
+in the game and changes nothing in it. Answer as {name} honestly would, drawing on what you \
+remember."""
+
+SURVEY_ROUND_USER = """\
+Survey after round {round}. Give each question a score on the scale shown in brackets after it.
+{items}
+Reply with JSON only: {format}"""
+
+SURVEY_ROUND_TEXT = """\
+Survey after round {round}. {question}
+Reply in one to three sentences, in your own voice, with the answer only."""
+
 REPAIR = """\
 Your reply was not valid: {error}
 Reply again with JSON only, fixing this."""
@@ -242,6 +259,9 @@ FIELDS: dict[str, frozenset[str]] = {
     "tie_user": frozenset({"peers", "transcript"}),
     "survey_system": frozenset({"name", "role", "description", "stance", "style"}),
     "survey_user": frozenset({"items", "n_items"}),
+    "survey_round_system": frozenset({"persona", "memory", "name"}),
+    "survey_round_user": frozenset({"round", "items", "format"}),
+    "survey_round_text": frozenset({"round", "question"}),
     "repair": frozenset({"error"}),
 }
 
@@ -278,6 +298,9 @@ class PromptSet:
     tie_user: str = TIE_USER
     survey_system: str = SURVEY_SYSTEM
     survey_user: str = SURVEY_USER
+    survey_round_system: str = SURVEY_ROUND_SYSTEM
+    survey_round_user: str = SURVEY_ROUND_USER
+    survey_round_text: str = SURVEY_ROUND_TEXT
     repair: str = REPAIR
     reward_docs: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(REWARD_DOCS))
     def __post_init__(self) -> None:

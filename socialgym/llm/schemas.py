@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from socialgym.llm.sanitize import unencodable_strings
 from socialgym.platform.actions import PUBLIC_TYPES, TONES
@@ -363,4 +363,31 @@ def check_survey(value: Any, n_items: int) -> Checked:
             errors.append(f"q{i + 1} must be an integer 1-5, got {a!r}")
         else:
             out[i] = a
+    return Checked(out, errors)
+
+
+# ---------------------------------------------------------------------------- surveys during a run
+def answers_schema(items: Mapping[str, Sequence[int]]) -> dict:
+    """``{"answers": {"<item id>": one of the item's values, ...}}``: the numeric items of one
+    survey (``socialgym.experiments.surveys``), each an integer enum of its scale."""
+    return _obj({"answers": _obj({str(k): _enum(list(v)) for k, v in items.items()})})
+
+
+def check_answers(value: Any, items: Mapping[str, Sequence[int]]) -> Checked:
+    """``value`` of the result maps item id -> answer for the items answered correctly; a
+    missing, unknown or out-of-scale answer is an error naming the item."""
+    answers = value.get("answers") if isinstance(value, dict) else None
+    if not isinstance(answers, dict):
+        keys = ", ".join(f'"{k}": ...' for k in list(items)[:3])
+        return Checked({}, [f'the reply must be {{"answers": {{{keys}}}}} with one integer per question'])
+    out, errors = {}, []
+    for key, allowed in items.items():
+        a = answers.get(key)
+        if not is_int(a, numpy=False) or a not in allowed:
+            errors.append(f"{key} must be an integer from {min(allowed)} to {max(allowed)}, got {a!r}")
+        else:
+            out[key] = a
+    extra = [k for k in answers if k not in items]
+    if extra:
+        errors.append(f"{extra[0]!r} is not one of the question ids {list(items)}")
     return Checked(out, errors)

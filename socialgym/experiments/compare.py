@@ -1,0 +1,184 @@
+"""Paired comparison of two conditions, round by round: ``socialgym compare DIR_A DIR_B``.
+
+Each side is a run directory, or a folder of replicate runs (``rep_0``, ``rep_1`` ... as a
+sweep writes them under ``runs/<condition>/``). Runs are paired by replicate index; with forks
+(``socialgym fork``, a sweep's ``run.fork_at``) or common random numbers, a pair shares its seed
+and — for a fork — every round before the fork, so the difference B - A of a pair removes the
+noise both share. For every round and metric ``compare.csv`` holds the mean of A and of B, the
+mean paired difference and its 95 % t-interval over the pairs (the mean itself when there is one
+pair), and the number of pairs. The metrics are those of a sweep's aggregate
+(:func:`run_metrics`): rewards averaged over agents (rounds.csv), the network and cocoon
+metrics (network.csv), and the mean numeric answer of each survey item (surveys.csv).
+
+``socialgym compare SWEEP`` (``sweep.compare_sweep``) compares every condition of a sweep with
+its first one (the control; with ``run.fork_at``, the run every other condition was forked
+from) into ``SWEEP/compare/<condition>.csv``. ``compare.md`` beside each CSV states, for the headline
+metrics, the first round at which the two differ and the difference in the last round.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from socialgym.config import REWARD_NAMES
+from socialgym.experiments.files import read_csv, read_json, read_records, to_float, write_csv
+from socialgym.experiments.runner import RunError
+
+REWARD_METRICS = (*REWARD_NAMES, "total")
+COMPARE_COLUMNS = ("round", "metric", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "n_pairs")
+HEADLINE = ("total", "SOC", "INF", "PRE", "COORD", "EMO", "density", "clustering", "mean_tie", "n_ties",
+            "deep_cocoon_share", "cross_cutting_share")
+
+
+def replicates(path: str | Path) -> dict[int, Path]:
+    """{replicate index: run directory} of one side: a run, or a folder of replicate runs."""
+    path = Path(path)
+    if (path / "run.json").is_file():
+        return {int((read_json(path / "run.json") or {}).get("replicate", 0)): path}
+    runs = sorted(p for p in path.glob("rep_*") if (p / "run.json").is_file())
+    if not runs:
+        raise RunError(f"{path} is neither a run directory (no run.json) nor a folder of replicate runs (rep_*)")
+    out = {}
+    for run in runs:
+        k = int((read_json(run / "run.json") or {}).get("replicate", 0))
+        if k in out:
+            raise RunError(f"{path}: two runs claim replicate {k} ({out[k].name}, {run.name})")
+        out[k] = run
+    return out
+
+
+def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict:
+    """Write the paired comparison B - A to ``out`` (default ``B/compare.csv``) and a summary
+    beside it (``.md``); returns ``{"csv", "md", "pairs", "first_difference": {metric: round},
+    "warnings"}``."""
+    side_a, side_b = replicates(a), replicates(b)
+    pairs = sorted(set(side_a) & set(side_b))
+    if not pairs:
+        raise RunError(f"no replicate of {a} has a partner in {b} (replicates {sorted(side_a)} vs {sorted(side_b)})")
+    warnings = []
+    for k in pairs:
+        sa = (read_json(side_a[k] / "run.json") or {}).get("seed")
+        sb = (read_json(side_b[k] / "run.json") or {}).get("seed")
+        if sa != sb:
+            warnings.append(f"replicate {k}: the runs have different seeds ({sa}, {sb}): the pair shares no draws")
+        for side in (side_a[k], side_b[k]):
+            status = (read_json(side / "summary.json") or {}).get("status")
+            if status != "complete":
+                warnings.append(f"{side} is not complete ({status}): its missing rounds are left out")
+    left = sorted(set(side_a) ^ set(side_b))
+    if left:
+        warnings.append(f"replicates without a partner left out: {left}")
+    metrics_a = {k: run_metrics(side_a[k]) for k in pairs}
+    metrics_b = {k: run_metrics(side_b[k]) for k in pairs}
+    names = sorted({m for k in pairs for m in metrics_a[k]} & {m for k in pairs for m in metrics_b[k]},
+                   key=_metric_order)
+    rows, first = [], {}
+    for metric in names:
+        rounds = sorted({r for k in pairs for r in metrics_a[k].get(metric, {})}
+                        | {r for k in pairs for r in metrics_b[k].get(metric, {})})
+        for r in rounds:
+            va = [metrics_a[k].get(metric, {}).get(r) for k in pairs]
+            vb = [metrics_b[k].get(metric, {}).get(r) for k in pairs]
+            diffs = [y - x for x, y in zip(va, vb) if _finite(x) and _finite(y)]
+            if not diffs:
+                continue
+            mean, low, high, n = mean_ci(diffs)
+            rows.append([r, metric, mean_ci(va)[0], mean_ci(vb)[0], mean, low, high, n])
+            if metric not in first and any(d != 0 for d in diffs):
+                first[metric] = r
+    target = Path(out) if out is not None else Path(b) / "compare.csv"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(target, COMPARE_COLUMNS, rows)
+    md = target.with_suffix(".md")
+    md.write_text(_summary(Path(a), Path(b), pairs, rows, first, warnings), encoding="utf-8")
+    return {"csv": str(target), "md": str(md), "pairs": len(pairs), "first_difference": first,
+            "warnings": warnings}
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _metric_order(name: str) -> tuple:
+    return (HEADLINE.index(name) if name in HEADLINE else len(HEADLINE), name)
+
+
+def _summary(a: Path, b: Path, pairs: Sequence[int], rows: list, first: dict, warnings: list) -> str:
+    last: dict[str, list] = {}
+    for row in rows:
+        last[row[1]] = row                      # rows are in round order within a metric
+    lines = [f"# {b} - {a}", "",
+             f"{len(pairs)} pair(s) of runs (replicates {', '.join(map(str, pairs))}); differences B - A with "
+             "95 % t-intervals over the pairs.", "",
+             "| metric | first round that differs | last round | A | B | B - A | 95 % interval |",
+             "|---|---|---|---|---|---|---|"]
+    shown = [m for m in HEADLINE if m in last] + sorted(m for m in last if m.startswith("survey:"))
+    for metric in shown:
+        r, _, ma, mb, d, lo, hi, n = last[metric]
+        interval = f"[{lo:.4g}, {hi:.4g}]" if n > 1 else "(one pair)"
+        lines.append(f"| {metric} | {first.get(metric, 'none')} | {r} | {ma:.4g} | {mb:.4g} | {d:+.4g} | {interval} |")
+    if warnings:
+        lines += ["", "Warnings:", *(f"- {w}" for w in warnings)]
+    return "\n".join(lines) + "\n"
+
+
+def mean_ci(samples: Iterable[float], level: float = 0.95) -> tuple[float, float, float, int]:
+    """Mean and two-sided t-interval (n-1 degrees of freedom) of the finite samples; the interval
+    is the mean itself when n == 1, and everything is nan when n == 0."""
+    x = np.array([v for v in samples if v is not None and math.isfinite(v)], dtype=float)
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(x.mean())
+    if n == 1:
+        return mean, mean, mean, 1
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half, n
+
+
+def run_metrics(run: Path) -> dict[str, dict[int, float]]:
+    """{metric: {round: value}}: rounds.csv's rewards averaged over agents, network.csv's
+    numeric columns as they are, and (surveys.csv) ``survey:<survey>.<item>``: the mean numeric
+    answer of the agents that answered."""
+    metrics: dict[str, dict[int, float]] = {}
+    header, rows = read_csv(run / "rounds.csv")
+    columns = [c for c in REWARD_METRICS if c in header]
+    sums: dict[int, list] = {}
+    for row in rows:
+        record = dict(zip(header, row))
+        acc = sums.setdefault(int(record["round"]), [np.zeros(len(columns)), 0])
+        acc[0] += [to_float(record[c]) for c in columns]
+        acc[1] += 1
+    for r, (total, count) in sums.items():
+        for c, v in zip(columns, total / count):
+            metrics.setdefault(c, {})[r] = float(v)
+    header, rows = read_csv(run / "network.csv")
+    records = [dict(zip(header, row)) for row in rows]
+    for column in header:
+        cells = [rec.get(column, "") for rec in records]
+        if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
+            continue                             # the key, or a text column
+        metrics[column] = {int(rec["round"]): to_float(c) for rec, c in zip(records, cells)}
+    if (run / "surveys.csv").is_file():
+        answers: dict[str, dict[int, list[float]]] = {}
+        for rec in read_records(run / "surveys.csv"):
+            if rec.get("status") == "ok" and rec.get("scale") != "text":
+                answers.setdefault(f"survey:{rec['survey']}.{rec['item']}", {}).setdefault(
+                    int(rec["round"]), []).append(to_float(rec["answer"]))
+        for metric, by_round in answers.items():
+            metrics[metric] = {r: float(np.mean(v)) for r, v in by_round.items()}
+    return metrics
+
+
+def _numeric(text: str) -> bool:
+    """Empty or a number (empty cells and nan are allowed in numeric columns)."""
+    return text == "" or not math.isnan(to_float(text)) or text.strip().lower() == "nan"
+
+
+__all__ = ["compare", "replicates", "mean_ci", "run_metrics", "COMPARE_COLUMNS"]

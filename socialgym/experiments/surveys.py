@@ -1,0 +1,746 @@
+"""Surveys: questionnaires put to chosen agents at the end of chosen rounds of a run.
+
+In a config, ``surveys:`` is a list of mappings (docs/experiments.md)::
+
+    surveys:
+      - instrument: stance                # built-in: mini_ipip | stance | satisfaction | trust
+        every: 3                          # or at_round: r; optional from / until
+        target: all                       # all | a policy group's name | a list of agent ids
+        topic: climate                    # stance only, required: the platform topic of the issue
+        issue: action on climate change   # stance only, optional: how the issue is worded
+      - name: exit                        # a custom questionnaire: name and items
+        at_round: 10
+        scale: likert5                    # optional: the scale of items that give none (default likert5)
+        items:
+          - {id: fair, text: "The feed showed me a fair mix of views.", scale: likert5}
+          - {id: rating, text: "How would you rate this platform?", scale: "0-10"}
+          - {id: change, text: "What would you change about your feed?", scale: text}
+
+**When.** A survey is administered at the END of its round, after the vote step (so it sees the
+round's rewards and tie updates): ``at_round: r``, or ``every: k`` with ``from`` (default ``k``)
+and ``until`` (default ``env.max_rounds``), i.e. after rounds from, from + k, ... <= until; so
+``every: 3`` asks after rounds 3, 6, 9, ... The rounds follow from the config alone (the
+helpers of ``socialgym.experiments.interventions``), so a resumed run needs no state for them.
+
+**Whom.** ``target``: ``all`` (default), a policy group's name, or a list of agent ids.
+
+**What.** Scales: ``likert5`` (1..5), ``0-10``, ``1-10`` (integers) and ``text`` (free text, at
+most a few sentences). A built-in instrument's survey is named after the instrument unless it
+has a ``name``; survey names must be unique within a run. The built-ins (item ids are fixed):
+
+- ``mini_ipip``: the 20 Mini-IPIP statements of ``socialgym.agents.persona.MINI_IPIP``, ids
+  ``ipip_1`` .. ``ipip_20`` in that order, likert5, how accurately each describes the agent;
+- ``stance``: one item ``stance``, likert5, 1 strongly against .. 5 strongly for the issue. The
+  issue's wording is ``issue`` when given, else an LLM agent's persona issue (its
+  ``Persona.issue``, unless that is the placeholder default), else the ``topic``;
+- ``satisfaction``: one item ``satisfaction``, 1-10, how satisfied the agent is with the posts
+  its feed shows it (recagent's 1-10 rating of recommendations);
+- ``trust``: one item ``trust``, 0-10, how much the agent trusts the other users.
+
+**Who answers.**
+
+- *LLM agents* (played by a policy with ``personas`` and ``memories``, i.e. ``LLMPolicy``,
+  alone or inside a ``PolicyMix``): per agent and survey, one structured request for all
+  numeric items (``socialgym.llm.schemas.answers_schema``, re-prompted with the validation
+  error by the client) and one plain request per free-text item. The system message is the
+  persona (``persona_block``) and what the agent remembers (``AgentMemory.prompt_block``);
+  the templates are ``survey_round_system``, ``survey_round_user`` and ``survey_round_text`` of
+  the policy's ``PromptSet``. All requests of a round run concurrently (purpose ``survey``). A
+  request that fails, or a reply still invalid after its repairs, gives every row it was to
+  fill status ``fallback`` with an empty answer, and one recorded fallback
+  (``client.usage.fallbacks``, purpose ``survey``). A survey reads the agent's memory; it
+  never writes to it, nor to the environment.
+- *Other agents*: first the policy's optional hook ``answer_survey(agent, item, context)``
+  (``socialgym.baselines.protocol``): ``item`` is a dict (``id``, ``text``, ``scale``,
+  ``survey``, ``instrument``, and ``topic`` for stance), ``context`` a :class:`SurveyContext`
+  (``round``, ``env`` for reading only, ``index`` of the agent, ``agent``, ``survey``, ``rule``:
+  the rule answer below or None). A return other than None must fit the scale (else a
+  ``ValueError`` naming the policy, the agent and the item) and is used with source ``hook``.
+  Otherwise the rules below answer (source ``rule``), computed for all agents at once with
+  numpy. Items without a rule (mini_ipip, custom items) stay ``unanswered``.
+
+**The rules.** A simple, stated model of what a scripted agent would answer, not a claim about
+how people answer; every rounding below rounds halves up.
+
+- stance on topic T: ``clip(round(3 + 2 m), 1, 5)``, where ``m`` is the mean sentiment of the
+  items on T in the agent's act-phase feeds from round 1 to the survey's round, each
+  appearance counted (the exposure that :meth:`Surveys.observe` adds up); 3 when the agent was
+  shown nothing on T (also when T is not a topic of the platform yet);
+- satisfaction (1-10): ``1 + round(9 p)``, where ``p`` in [0, 1] is the agent's percentile rank
+  of its total reward in the survey's round among all agents: ``(rank - 1) / (n - 1)`` with
+  ranks 1 (lowest) .. n, tied agents sharing their average rank (a lone agent has p = 0.5);
+- trust (0-10): ``round(10 w)``, where ``w`` is the mean weight of the agent's outgoing ties
+  (``env.tie_matrix()`` row, weights > 0); 0 when it has none.
+
+**Output.** :meth:`Surveys.administer` returns the rows (:data:`SURVEY_COLUMNS`; ``answer`` an
+int, the text, or ``""``; ``status`` ``ok`` | ``fallback`` | ``unanswered``; ``source`` ``llm`` |
+``hook`` | ``rule`` | ``""``), surveys in list order, each survey's agents in
+``env.possible_agents`` order, each agent's items in order, and one interview entry per
+free-text answer. :func:`interview` puts one question to one LLM agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from socialgym.experiments.interventions import SCHEDULE_KEYS
+from socialgym.experiments.interventions import due as _due_specs
+from socialgym.experiments.interventions import rounds_of as _rounds_of
+from socialgym.experiments.recorder import SURVEY_COLUMNS
+from socialgym.platform.topics import normalise_topic, topic_problem
+from socialgym.platform.validation import is_int, show
+
+SCALES: dict[str, tuple[int, ...] | None] = {
+    "likert5": tuple(range(1, 6)), "0-10": tuple(range(0, 11)), "1-10": tuple(range(1, 11)), "text": None,
+}
+INSTRUMENTS = ("mini_ipip", "stance", "satisfaction", "trust")
+MAX_TEXT_CHARS = 500
+"""The longest item text, issue wording or interview question, in characters."""
+MAX_ITEMS = 50
+"""The most items a custom questionnaire may have."""
+MAX_ANSWER_CHARS = 1000
+"""The longest free-text answer a hook may give."""
+LLM_ANSWER_CHARS = 400
+"""An LLM agent's free-text answer is cut to this many characters (and three sentences)."""
+_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
+
+# how each scale is explained in a prompt; built-in instruments explain theirs in their own terms
+_SCALE_HINTS = {
+    "likert5": "1 strongly disagree, 2 disagree, 3 neither agree nor disagree, 4 agree, 5 strongly agree",
+    "0-10": "an integer from 0, the lowest, to 10, the highest",
+    "1-10": "an integer from 1, the lowest, to 10, the highest",
+    "text": "your own words",
+}
+_INSTRUMENT_HINTS = {
+    "mini_ipip": "how well this describes you: 1 very inaccurate, 2 moderately inaccurate, 3 neither, "
+                 "4 moderately accurate, 5 very accurate",
+    "stance": "1 strongly against, 2 against, 3 neither for nor against, 4 for, 5 strongly for",
+    "satisfaction": "1 not satisfied at all, up to 10 completely satisfied",
+    "trust": "0 no trust at all, up to 10 complete trust",
+}
+_SATISFACTION = "How satisfied are you with the posts your feed shows you?"
+_TRUST = "How much do you trust the other users of this platform?"
+_STANCE = "Where do you stand on {issue}?"
+
+
+class SurveyError(ValueError):
+    """A bad survey; the one-line message names it (``surveys[1].items[0].scale ...``)."""
+
+
+@dataclass(frozen=True)
+class SurveyContext:
+    """What an ``answer_survey`` hook gets besides the agent and the item. ``env`` is the live
+    environment: read it, never change it."""
+
+    round: int
+    env: Any
+    index: int
+    agent: str
+    survey: str
+    rule: int | None
+
+
+# ---------------------------------------------------------------------------------- items
+def items_of(spec: Mapping, issue: str | None = None) -> list[dict]:
+    """The items of a (checked) survey: ``{"id", "text", "scale"}`` dicts in order. ``issue``
+    words a stance item (default: the spec's ``issue``, else its ``topic``)."""
+    instrument = spec.get("instrument")
+    if instrument is None:
+        return [{"id": it["id"], "text": it["text"], "scale": it["scale"]} for it in spec["items"]]
+    if instrument == "mini_ipip":
+        from socialgym.agents.persona import MINI_IPIP
+        return [{"id": f"ipip_{i + 1}", "text": text, "scale": "likert5"} for i, (text, _, _) in enumerate(MINI_IPIP)]
+    if instrument == "stance":
+        wording = issue or spec.get("issue") or spec["topic"]
+        return [{"id": "stance", "text": _STANCE.format(issue=wording), "scale": "likert5"}]
+    if instrument == "satisfaction":
+        return [{"id": "satisfaction", "text": _SATISFACTION, "scale": "1-10"}]
+    if instrument == "trust":
+        return [{"id": "trust", "text": _TRUST, "scale": "0-10"}]
+    raise SurveyError(f"unknown instrument {instrument!r}; one of {', '.join(INSTRUMENTS)}")
+
+
+def scale_hint(spec: Mapping, scale: str) -> str:
+    """How a survey's scale is explained to an LLM agent."""
+    return _INSTRUMENT_HINTS.get(spec.get("instrument"), _SCALE_HINTS[scale])
+
+
+def survey_rounds(spec: Mapping, max_rounds: int) -> list[int]:
+    """The rounds after which a (checked) survey is administered."""
+    return _rounds_of(spec, max_rounds)
+
+
+# ---------------------------------------------------------------------------------- validation
+def check_surveys(raw: Any, *, max_rounds: int | None, agents: Sequence[str],
+                  groups: Mapping[str, Sequence[str]] | Sequence[str] = ()) -> list[dict]:
+    """Validate the config's ``surveys`` list; returns it normalised (plain dicts: a built-in's
+    ``name`` filled in, ``from`` made explicit for ``every``, ``target`` filled in, every item's
+    ``scale`` explicit). Checking the result again gives it back unchanged. ``groups``: policy
+    group name -> its agent ids (or just the names); ``max_rounds`` None checks no upper bound.
+    Raises :class:`SurveyError` with a one-line message naming the key."""
+    if raw is None:
+        return []
+    if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
+        raise SurveyError(f"surveys must be a list of mappings, got {show(raw)}")
+    names = list(groups) if isinstance(groups, Mapping) else list(dict.fromkeys(g for g in groups if g))
+    out: list[dict] = []
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(raw):
+        where = f"surveys[{i}]"
+        spec = _check_one(spec, where, max_rounds, list(agents), names)
+        if spec["name"] in seen:
+            raise SurveyError(f"{where}.name {spec['name']!r} is used by surveys[{seen[spec['name']]}] too; "
+                              f"survey names must be unique (give each survey its own name)")
+        seen[spec["name"]] = i
+        out.append(spec)
+    return out
+
+
+def _check_one(spec: Any, where: str, max_rounds: int | None, agents: list[str], groups: list[str]) -> dict:
+    if not isinstance(spec, Mapping):
+        raise SurveyError(f"{where} must be a mapping (an instrument, or a name and items), got {show(spec)}")
+    for key in spec:
+        if not isinstance(key, str):
+            raise SurveyError(f"{where}: keys must be strings, got {show(key)}")
+    instrument = spec.get("instrument")
+    if "instrument" in spec and instrument not in INSTRUMENTS:
+        raise SurveyError(f"{where}.instrument must be one of {', '.join(INSTRUMENTS)}, got {show(instrument)}")
+    if instrument is None:
+        allowed = ("name", "items", "scale", *SCHEDULE_KEYS, "target")
+        what = "a custom questionnaire"
+    else:
+        allowed = ("instrument", "name", *SCHEDULE_KEYS, "target")
+        allowed += ("topic", "issue") if instrument == "stance" else ()
+        what = f"instrument {instrument}"
+    for key in spec:
+        if key not in allowed:
+            raise SurveyError(f"unknown key {where}.{key} for {what}; allowed: {', '.join(allowed)}")
+    out: dict = {}
+    if instrument is not None:
+        out["instrument"] = instrument
+    # name
+    if "name" in spec:
+        name = spec["name"]
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise SurveyError(f"{where}.name must be a word of at most 40 letters, digits, '_' or '-' starting "
+                              f"with a letter, got {show(name)}")
+        out["name"] = name
+    elif instrument is None:
+        raise SurveyError(f"{where}.name is required for a custom questionnaire (one without instrument)")
+    else:
+        out["name"] = instrument
+    # when
+    out.update(_schedule(spec, where, max_rounds))
+    # whom
+    out["target"] = _target(spec.get("target", "all"), f"{where}.target", agents, groups)
+    # what
+    if instrument == "stance":
+        if "topic" not in spec:
+            raise SurveyError(f"{where}.topic is required for instrument stance (the platform topic the issue "
+                              f"is about)")
+        topic = spec["topic"]
+        if not isinstance(topic, str):
+            raise SurveyError(f"{where}.topic must be a string, got {show(topic)}")
+        problem = topic_problem(topic)
+        if problem:
+            raise SurveyError(f"{where}.topic: {problem}")
+        out["topic"] = topic
+        if "issue" in spec:
+            out["issue"] = _text(spec["issue"], f"{where}.issue")
+    if instrument is None:
+        default_scale = spec.get("scale", "likert5")
+        if default_scale not in SCALES:
+            raise SurveyError(f"{where}.scale must be one of {', '.join(SCALES)}, got {show(default_scale)}")
+        out["items"] = _items(spec.get("items"), f"{where}.items", default_scale)
+    return out
+
+
+def _schedule(spec: Mapping, where: str, max_rounds: int | None) -> dict:
+    if "at_round" in spec:
+        if any(k in spec for k in ("every", "from", "until")):
+            raise SurveyError(f"{where}: give at_round or every (with optional from/until), not both")
+        return {"at_round": _round(spec["at_round"], f"{where}.at_round", max_rounds)}
+    if "every" not in spec:
+        raise SurveyError(f"{where} needs at_round (or every, with optional from/until)")
+    every = spec["every"]
+    if not is_int(every, numpy=False) or every < 1:
+        raise SurveyError(f"{where}.every must be a positive integer, got {show(every)}")
+    if max_rounds is not None and every > max_rounds and "from" not in spec:
+        raise SurveyError(f"{where}.every {every} is beyond env.max_rounds ({max_rounds}): the survey would "
+                          f"never run")
+    out = {"every": every, "from": _round(spec.get("from", every), f"{where}.from", max_rounds)}
+    if "until" in spec:
+        out["until"] = _round(spec["until"], f"{where}.until", max_rounds)
+        if out["until"] < out["from"]:
+            raise SurveyError(f"{where}.until ({out['until']}) is before {where}.from ({out['from']})")
+    return out
+
+
+def _round(value: Any, name: str, max_rounds: int | None) -> int:
+    if not is_int(value, numpy=False) or value < 1:
+        raise SurveyError(f"{name} must be a round number (an integer >= 1), got {show(value)}")
+    if max_rounds is not None and value > max_rounds:
+        raise SurveyError(f"{name} {value} is beyond env.max_rounds ({max_rounds})")
+    return value
+
+
+def _target(value: Any, name: str, agents: list[str], groups: list[str]) -> Any:
+    if value == "all":
+        return "all"
+    if isinstance(value, str):
+        if value not in groups:
+            raise SurveyError(f"{name}: unknown group {show(value)}; groups: {', '.join(groups) or 'none defined'} "
+                              f"(or give all, or a list of agent ids)")
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, Mapping)) and len(value):
+        known, seen = set(agents), set()
+        for a in value:
+            if not isinstance(a, str) or a not in known:
+                span = f"{agents[0]} .. {agents[-1]}" if agents else "none"
+                raise SurveyError(f"{name}: unknown agent {show(a)} (agents are {span})")
+            if a in seen:
+                raise SurveyError(f"{name} lists {a} twice")
+            seen.add(a)
+        return list(value)
+    raise SurveyError(f"{name} must be all, a group name or a non-empty list of agent ids, got {show(value)}")
+
+
+def _text(value: Any, name: str, limit: int = MAX_TEXT_CHARS) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SurveyError(f"{name} must be a non-empty string, got {show(value)}")
+    if len(value) > limit:
+        raise SurveyError(f"{name} has {len(value)} characters, more than the {limit} allowed")
+    return value
+
+
+def _items(value: Any, where: str, default_scale: str) -> list[dict]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
+        raise SurveyError(f"{where} must be a non-empty list of {{id, text, scale}} mappings, got {show(value)}")
+    if len(value) > MAX_ITEMS:
+        raise SurveyError(f"{where} has {len(value)} items, more than the {MAX_ITEMS} allowed")
+    out, seen = [], {}
+    for j, item in enumerate(value):
+        here = f"{where}[{j}]"
+        if not isinstance(item, Mapping):
+            raise SurveyError(f"{here} must be a mapping {{id, text, scale}}, got {show(item)}")
+        for key in item:
+            if key not in ("id", "text", "scale"):
+                raise SurveyError(f"unknown key {here}.{key}; allowed: id, text, scale")
+        for key in ("id", "text"):
+            if key not in item:
+                raise SurveyError(f"{here}.{key} is required")
+        item_id = item["id"]
+        if not isinstance(item_id, str) or not _ID.match(item_id):
+            raise SurveyError(f"{here}.id must be a word of at most 40 letters, digits or '_' starting with a "
+                              f"letter, got {show(item_id)}")
+        if item_id in seen:
+            raise SurveyError(f"{here}.id {item_id!r} is used by {where}[{seen[item_id]}] too; item ids must "
+                              f"be unique within a survey")
+        seen[item_id] = j
+        scale = item.get("scale", default_scale)
+        if scale not in SCALES:
+            raise SurveyError(f"{here}.scale must be one of {', '.join(SCALES)}, got {show(scale)}")
+        out.append({"id": item_id, "text": _text(item["text"], f"{here}.text"), "scale": scale})
+    return out
+
+
+# ---------------------------------------------------------------------------------- policies
+def _owner(policy: Any, agent: str) -> Any:
+    owners = getattr(policy, "owner", None)
+    if isinstance(owners, Mapping):             # a PolicyMix
+        if agent not in owners:
+            raise ValueError(f"{agent!r} is not an agent of this policy mix")
+        return owners[agent]
+    return policy
+
+
+def _is_llm(owner: Any) -> bool:
+    return hasattr(owner, "personas") and hasattr(owner, "memories")
+
+
+def _render(prompts: Any, template_name: str, /, **values: Any) -> str:
+    template = getattr(prompts, template_name, None)
+    if template is None:          # a PromptSet pickled before these templates existed
+        from socialgym.llm.prompts import PromptSet
+        template = getattr(PromptSet(), template_name)
+    return template.format(**values)
+
+
+def _system(owner: Any, agent: str) -> dict:
+    block = owner.memories[agent].prompt_block()
+    memory = f"What you remember:\n{block}" if block else ""
+    content = _render(owner.prompts, "survey_round_system", persona=owner.persona_block(agent), memory=memory,
+                      name=owner.personas[agent].name)
+    return {"role": "system", "content": content}
+
+
+def _numeric_user(owner: Any, r: int, spec: Mapping, items: list[dict]) -> str:
+    lines = "\n".join(f"- {it['id']}: {it['text']} [{scale_hint(spec, it['scale'])}]" for it in items)
+    fmt = '{"answers": {' + ", ".join(f'"{it["id"]}": <{_range(it["scale"])}>' for it in items) + "}}"
+    return _render(owner.prompts, "survey_round_user", round=r, items=lines, format=fmt)
+
+
+def _range(scale: str) -> str:
+    values = SCALES[scale]
+    return f"{values[0]}-{values[-1]}"
+
+
+def _persona_issue(owner: Any, agent: str) -> str | None:
+    from socialgym.agents.persona import Persona
+    persona = owner.personas.get(agent)
+    issue = getattr(persona, "issue", None)
+    return issue if issue and issue != Persona.__dataclass_fields__["issue"].default else None
+
+
+async def _ask_numeric(client, owner, agent: str, r: int, spec: Mapping, items: list[dict], purpose: str):
+    from socialgym.llm.schemas import answers_schema, check_answers
+
+    allowed = {it["id"]: SCALES[it["scale"]] for it in items}
+    messages = [_system(owner, agent), {"role": "user", "content": _numeric_user(owner, r, spec, items)}]
+    return await client.complete_json(messages, answers_schema(allowed), lambda v: check_answers(v, allowed),
+                                      name="survey", agent=agent, round=r, purpose=purpose,
+                                      max_tokens=32 + 10 * len(items), repair=owner.prompts.repair)
+
+
+async def _ask_text(client, owner, agent: str, r: int, question: str, purpose: str):
+    from socialgym.llm.text import clean_text
+
+    messages = [_system(owner, agent),
+                {"role": "user", "content": _render(owner.prompts, "survey_round_text", round=r, question=question)}]
+    return await client.complete_text(messages, clean=lambda raw: clean_text(raw, LLM_ANSWER_CHARS, max_sentences=3),
+                                      agent=agent, round=r, purpose=purpose, max_tokens=LLM_ANSWER_CHARS // 3)
+
+
+def _record_fallback(client, agent: str, r: int, purpose: str, reason: str) -> None:
+    from socialgym.llm.usage import Fallback
+    client.usage.record_fallback(Fallback(agent, r, purpose, None, reason, "no answer"))
+
+
+def _hook_answer(value: Any, item: Mapping, owner: Any, agent: str) -> int | str:
+    scale = item["scale"]
+    if scale == "text":
+        if isinstance(value, str) and value.strip() and len(value) <= MAX_ANSWER_CHARS:
+            return value.strip()
+        expected = f"a non-empty string of at most {MAX_ANSWER_CHARS} characters"
+    else:
+        if is_int(value) and int(value) in SCALES[scale]:
+            return int(value)
+        expected = f"an integer from {SCALES[scale][0]} to {SCALES[scale][-1]}"
+    raise ValueError(f"{type(owner).__name__}.answer_survey returned {show(value)} for {agent}, item "
+                     f"{item['survey']}.{item['id']} (scale {scale}); expected {expected} or None")
+
+
+def _half_up(x: np.ndarray) -> np.ndarray:
+    """Round halves up (the tiny slack keeps 3.4999999999 from float sums at 3.5)."""
+    return np.floor(np.asarray(x, float) + 0.5 + 1e-9).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------- runtime
+class Surveys:
+    """The run's surveys and the state their rule answers need (picklable: it goes into the
+    checkpoint). ``agents``: the env's ``possible_agents``; ``groups`` and ``kinds``: per agent,
+    its policy group's name (``""`` when none) and its policy kind (the ``group`` and ``policy``
+    columns). Setting ``specs`` checks them again (a fork may change later rounds' surveys)."""
+
+    def __init__(self, specs: Sequence[Mapping], agents: Sequence[str], groups: Sequence[str],
+                 kinds: Sequence[str]) -> None:
+        self.agents = list(agents)
+        n = len(self.agents)
+        if isinstance(groups, Mapping):                  # name -> ids: per-agent labels
+            label = {a: g for g, ids in groups.items() for a in ids}
+            groups = [label.get(a, "") for a in self.agents]
+        self.groups, self.kinds = list(groups), list(kinds)
+        if len(self.groups) != n or len(self.kinds) != n:
+            raise ValueError(f"Surveys: groups ({len(self.groups)}) and kinds ({len(self.kinds)}) must have one "
+                             f"entry per agent ({n})")
+        self._index = {a: i for i, a in enumerate(self.agents)}
+        self.exposure: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """Normalised stance topic -> (sum, count) per agent of the sentiment of the items on it
+        in the agent's act-phase feeds so far."""
+        self.observed_round = 0
+        self._last_added: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.specs = specs
+
+    # ---- specs -------------------------------------------------------------------------
+    @property
+    def specs(self) -> list[dict]:
+        return self._specs
+
+    @specs.setter
+    def specs(self, value: Sequence[Mapping]) -> None:
+        self._specs = check_surveys(list(value or []), max_rounds=None, agents=self.agents,
+                                    groups=self.members())
+
+    def members(self) -> dict[str, list[str]]:
+        """Policy group name -> its agent ids (named groups only)."""
+        out: dict[str, list[str]] = {}
+        for agent, group in zip(self.agents, self.groups):
+            if group:
+                out.setdefault(group, []).append(agent)
+        return out
+
+    def due(self, r: int, max_rounds: int) -> list[dict]:
+        """The surveys to administer after round ``r``, in list order."""
+        return list(_due_specs(self._specs, r, max_rounds))
+
+    def targets(self, spec: Mapping) -> np.ndarray:
+        """Agent indices a survey asks, ascending (``possible_agents`` order)."""
+        target = spec.get("target", "all")
+        if target == "all":
+            return np.arange(len(self.agents))
+        ids = self.members()[target] if isinstance(target, str) else target
+        return np.unique(np.array([self._index[a] for a in ids], np.int64))
+
+    # ---- exposure ----------------------------------------------------------------------
+    def _stance_topics(self) -> list[str]:
+        return list(dict.fromkeys(normalise_topic(s["topic"]) for s in self._specs if s.get("instrument") == "stance"))
+
+    def observe(self, env) -> None:
+        """Add the current round's act-phase feeds (``env._feed``) to each agent's exposure on
+        every stance topic. Call it once a round, before the act step; a second call in the same
+        round replaces that round's contribution (the feeds the agents act on count), and a
+        round before the last one observed (a new episode) starts the counts afresh."""
+        n = len(self.agents)
+        r = int(env.round)
+        if r < self.observed_round:
+            self.exposure, self._last_added, self.observed_round = {}, {}, 0
+        if r == self.observed_round:
+            for key, (s, c) in self._last_added.items():
+                if key in self.exposure:
+                    self.exposure[key][0][:] -= s
+                    self.exposure[key][1][:] -= c
+        feed = np.asarray(env._feed)
+        valid = feed >= 0
+        n_items = len(env.content)
+        if n_items:
+            safe = np.minimum(np.maximum(feed, 0), n_items - 1)
+            topics = env.content.column("topic")[safe]
+            sentiment = env.content.column("sentiment")[safe]
+        added = {}
+        for key in self._stance_topics():
+            sums, counts = self.exposure.setdefault(key, (np.zeros(n), np.zeros(n, np.int64)))
+            tid = env.vocab.get(key)
+            if tid is None or not n_items:
+                s, c = np.zeros(n), np.zeros(n, np.int64)
+            else:
+                hit = valid & (topics == tid)
+                s, c = np.where(hit, sentiment, 0.0).sum(axis=1), hit.sum(axis=1).astype(np.int64)
+            sums += s
+            counts += c
+            added[key] = (s, c)
+        self._last_added, self.observed_round = added, r
+
+    # ---- rule answers ------------------------------------------------------------------
+    def stance_rule(self, topic: str) -> np.ndarray:
+        """Every agent's rule answer to a stance survey on ``topic`` (see the module docstring)."""
+        n = len(self.agents)
+        sums, counts = self.exposure.get(normalise_topic(topic), (np.zeros(n), np.zeros(n, np.int64)))
+        mean = np.divide(sums, counts, out=np.zeros(n), where=counts > 0)
+        return np.where(counts > 0, np.clip(_half_up(3 + 2 * mean), 1, 5), 3).astype(np.int64)
+
+    @staticmethod
+    def satisfaction_rule(env) -> np.ndarray | None:
+        """``1 + round(9 p)``, ``p`` the percentile rank of the last round's total (None before
+        the first round closed)."""
+        if env.last_round is None:
+            return None
+        totals = np.asarray(env.last_round.totals, float)
+        n = len(totals)
+        if n == 1:
+            return np.array([1 + _half_up(4.5)], np.int64)
+        _, inverse, counts = np.unique(totals, return_inverse=True, return_counts=True)
+        average_rank = np.cumsum(counts) - (counts - 1) / 2.0          # 1-based, ties share the mean
+        p = (average_rank[inverse.reshape(-1)] - 1) / (n - 1)
+        return 1 + _half_up(9 * p)
+
+    @staticmethod
+    def trust_rule(env) -> np.ndarray:
+        """``round(10 w)``, ``w`` the mean weight of the agent's outgoing ties (0 without any)."""
+        W = env.tie_matrix().tocsr()
+        n = W.shape[0]
+        rows = np.repeat(np.arange(n), np.diff(W.indptr))
+        positive = W.data > 0
+        sums = np.bincount(rows[positive], weights=W.data[positive], minlength=n)
+        counts = np.bincount(rows[positive], minlength=n)
+        mean = np.divide(sums, counts, out=np.zeros(n), where=counts > 0)
+        return np.where(counts > 0, np.clip(_half_up(10 * mean), 0, 10), 0).astype(np.int64)
+
+    def _rule(self, spec: Mapping, env, cache: dict) -> np.ndarray | None:
+        instrument = spec.get("instrument")
+        key = (instrument, normalise_topic(spec["topic"]) if instrument == "stance" else None)
+        if key not in cache:
+            if instrument == "stance":
+                cache[key] = self.stance_rule(spec["topic"])
+            elif instrument == "satisfaction":
+                cache[key] = self.satisfaction_rule(env)
+            elif instrument == "trust":
+                cache[key] = self.trust_rule(env)
+            else:
+                cache[key] = None
+        return cache[key]
+
+    # ---- administering -----------------------------------------------------------------
+    def administer(self, r: int, env, policy, client) -> tuple[list[dict], list[dict]]:
+        """Put the surveys due after round ``r`` to their agents (call it after the round's vote
+        step). Returns ``(rows, interviews)``: one row (:data:`SURVEY_COLUMNS`) per survey,
+        agent and item, and one ``{"round", "agent", "survey", "item", "question", "answer"}``
+        entry per free-text answer. Changes neither the env nor any agent's memory."""
+        if list(env.possible_agents) != self.agents:
+            raise ValueError("Surveys.administer: the env's agents are not the ones these surveys were made for")
+        specs = self.due(r, env.config.max_rounds)
+        if not specs:
+            return [], []
+        plan = []            # (spec, [(index, agent, owner, items, is_llm)])
+        llm_owners: dict[int, Any] = {}
+        for spec in specs:
+            entries = []
+            for i in self.targets(spec).tolist():
+                agent = self.agents[i]
+                owner = _owner(policy, agent)
+                llm = _is_llm(owner)
+                if llm:
+                    llm_owners.setdefault(id(owner), owner)
+                entries.append([i, agent, owner, None, llm])
+            plan.append((spec, entries))
+        for owner in llm_owners.values():       # personas as the first act step would assign them
+            mine = [a for a in self.agents if _owner(policy, a) is owner]
+            if any(a not in owner.personas for a in mine) and hasattr(owner, "_assign"):
+                owner._assign(mine)
+        for spec, entries in plan:
+            for entry in entries:
+                issue = _persona_issue(entry[2], entry[1]) if entry[4] and spec.get("instrument") == "stance" else None
+                entry[3] = items_of(spec, issue)
+
+        # (survey, agent, item id) -> (answer, status, source)
+        answers: dict[tuple[int, str, str], tuple[Any, str, str]] = {}
+        self._llm_answers(r, plan, client, answers)
+        rules: dict = {}
+        for s, (spec, entries) in enumerate(plan):
+            rule = self._rule(spec, env, rules)
+            for i, agent, owner, items, llm in entries:
+                if llm:
+                    continue
+                hook = getattr(owner, "answer_survey", None)
+                for item in items:
+                    base = rule[i] if rule is not None and item["scale"] != "text" else None
+                    base = int(base) if base is not None else None
+                    if callable(hook):
+                        given = dict(item, survey=spec["name"], instrument=spec.get("instrument"))
+                        if spec.get("instrument") == "stance":
+                            given["topic"] = spec["topic"]
+                        value = hook(agent, given, SurveyContext(r, env, i, agent, spec["name"], base))
+                        if value is not None:
+                            answers[s, agent, item["id"]] = (_hook_answer(value, given, owner, agent), "ok", "hook")
+                            continue
+                    answers[s, agent, item["id"]] = (base, "ok", "rule") if base is not None else ("", "unanswered", "")
+
+        rows, interviews = [], []
+        for s, (spec, entries) in enumerate(plan):
+            for i, agent, owner, items, llm in entries:
+                for item in items:
+                    answer, status, source = answers[s, agent, item["id"]]
+                    rows.append({"round": r, "agent": agent, "group": self.groups[i], "policy": self.kinds[i],
+                                 "survey": spec["name"], "item": item["id"], "scale": item["scale"],
+                                 "answer": answer, "status": status, "source": source})
+                    if item["scale"] == "text" and status == "ok":
+                        interviews.append({"round": r, "agent": agent, "survey": spec["name"], "item": item["id"],
+                                           "question": item["text"], "answer": answer})
+        return rows, interviews
+
+    def _llm_answers(self, r: int, plan: list, client, answers: dict) -> None:
+        jobs, asks = [], []           # (survey, agent, items, client) and the request each makes
+        for s, (spec, entries) in enumerate(plan):
+            for i, agent, owner, items, llm in entries:
+                if not llm:
+                    continue
+                use = client if client is not None else getattr(owner, "client", None)
+                if use is None:
+                    raise ValueError(f"surveys: {agent} is an LLM agent but the run has no LLM client")
+                numeric = [it for it in items if it["scale"] != "text"]
+                if numeric:
+                    jobs.append((s, agent, numeric, use))
+                    asks.append(partial(_ask_numeric, use, owner, agent, r, spec, numeric, "survey"))
+                for it in items:
+                    if it["scale"] == "text":
+                        jobs.append((s, agent, [it], use))
+                        asks.append(partial(_ask_text, use, owner, agent, r, it["text"], "survey"))
+        by_client: dict[int, list[int]] = {}      # (one client in a run; each runs on its own loop)
+        for k, job in enumerate(jobs):
+            by_client.setdefault(id(job[3]), []).append(k)
+        replies: list = [None] * len(jobs)
+        for ks in by_client.values():
+            async def gather(ks=ks):
+                return await asyncio.gather(*(asks[k]() for k in ks))
+
+            for k, reply in zip(ks, jobs[ks[0]][3].run(gather())):
+                replies[k] = reply
+        for (s, agent, items, use), reply in zip(jobs, replies):
+            name = plan[s][0]["name"]
+            if not reply.ok:
+                what = name if items[0]["scale"] != "text" else f"{name}.{items[0]['id']}"
+                _record_fallback(use, agent, r, "survey", f"{what}: {reply.error}")
+                for it in items:
+                    answers[s, agent, it["id"]] = ("", "fallback", "")
+            elif items[0]["scale"] == "text":
+                answers[s, agent, items[0]["id"]] = (reply.text, "ok", "llm")
+            else:
+                value = reply.checked.value
+                for it in items:
+                    answers[s, agent, it["id"]] = (int(value[it["id"]]), "ok", "llm")
+
+
+# ---------------------------------------------------------------------------------- interviews
+def is_llm_agent(policy, agent: str) -> bool:
+    """Whether ``agent`` is played by an LLM policy (one with personas and memories) of ``policy``."""
+    return _is_llm(_owner(policy, agent))
+
+
+def interview(policy, agent: str, question: str, client, *, round: int, scale: str = "text") -> dict:
+    """Put one question to one LLM agent, from its current state (persona and memory), without
+    changing it. Returns ``{"agent", "round", "question", "scale", "answer", "status"}``:
+    ``status`` ``ok``, or ``fallback`` with an empty answer (recorded in
+    ``client.usage.fallbacks``, purpose ``interview``). ``scale``: ``text`` (default) or a
+    numeric scale (the answer is then an integer of it). Raises ``ValueError`` naming the agent
+    when it is not an LLM agent of ``policy`` (or has no persona yet), or for a bad question or
+    scale."""
+    owner = _owner(policy, agent)
+    if not _is_llm(owner):
+        raise ValueError(f"interview: {agent} is not an LLM agent of this policy (it is played by "
+                         f"{type(owner).__name__}); only LLM agents can be interviewed")
+    if agent not in owner.personas or agent not in owner.memories:
+        raise ValueError(f"interview: {agent} has no persona yet (interview it after its first round)")
+    if scale not in SCALES:
+        raise ValueError(f"interview: scale must be one of {', '.join(SCALES)}, got {show(scale)}")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"interview: the question must be a non-empty string, got {show(question)}")
+    if len(question) > MAX_TEXT_CHARS:
+        raise ValueError(f"interview: the question has {len(question)} characters, more than {MAX_TEXT_CHARS}")
+    if not is_int(round) or round < 0:
+        raise ValueError(f"interview: round must be an integer >= 0, got {show(round)}")
+    round = int(round)
+    use = client if client is not None else getattr(owner, "client", None)
+    if use is None:
+        raise ValueError(f"interview: no LLM client to ask {agent} with")
+    question = question.strip()
+    if scale == "text":
+        reply = use.run(_ask_text(use, owner, agent, round, question, "interview"))
+        answer = reply.text if reply.ok else ""
+    else:
+        item = {"id": "answer", "text": question, "scale": scale}
+        reply = use.run(_ask_numeric(use, owner, agent, round, {}, [item], "interview"))
+        answer = int(reply.checked.value["answer"]) if reply.ok else ""
+    if not reply.ok:
+        _record_fallback(use, agent, round, "interview", reply.error)
+    return {"agent": agent, "round": round, "question": question, "scale": scale, "answer": answer,
+            "status": "ok" if reply.ok else "fallback"}
+
+
+__all__ = ["INSTRUMENTS", "SCALES", "SURVEY_COLUMNS", "SurveyContext", "SurveyError", "Surveys", "check_surveys",
+           "interview", "is_llm_agent", "items_of", "scale_hint", "survey_rounds"]
