@@ -74,10 +74,17 @@ def main(argv: list[str] | None = None) -> int:
                              "small local model needs), 'joint' writes texts inside the plan's JSON, 'auto' "
                              "picks split for local models (default: split)")
     p_study = sub.add_parser("study", help="a paper's study as one command (resumable: re-run with the same --out)")
-    p_study.add_argument("name", choices=("ties-coach",), help="ties-coach: the core paper's coach x tie-scoring study")
+    p_study.add_argument("name", choices=("ties-coach", "soc-strategy", "misinformation"),
+                         help="ties-coach: the core paper's coach x tie-scoring study; soc-strategy: recagent's "
+                              "Soc-Strategy at round 20 as a fork against its control; misinformation: a false "
+                              "claim at round 5 and its correction at round 8, with a stance survey")
     p_study.add_argument("--out", required=True)
-    p_study.add_argument("--scale", choices=("small", "paper"), default="small",
-                         help="small: the embedded model on 2 cores in about 30 minutes; paper: 30 agents x 15 rounds")
+    p_study.add_argument("--scale", choices=("small", "paper", "scripted", "llm"), default=None,
+                         help="ties-coach: small (default; the embedded model on 2 cores in about 30 minutes) or "
+                              "paper (30 agents x 15 rounds); soc-strategy and misinformation: scripted (default; "
+                              "seconds) or llm (the embedded model; docs/experiments.md gives the time)")
+    p_study.add_argument("--fork-at", type=int, default=None,
+                         help="fork the conditions from the first one after this round (run.fork_at)")
     p_study.add_argument("--replicates", type=int, default=None, help="replicates per condition (config default)")
     p_study.add_argument("--base-url", default=None, help="an OpenAI-compatible server (default: embedded model)")
     p_study.add_argument("--model", default=None)
@@ -255,7 +262,7 @@ def _study(args) -> int:
     from socialgym.experiments.study import run_study
 
     result = run_study(args.name, args.out, scale=args.scale, replicates=args.replicates, base_url=args.base_url,
-                       model=args.model, progress=False if args.quiet else None)
+                       model=args.model, progress=False if args.quiet else None, fork_at=args.fork_at)
     for claim, verdict in result["claims"].items():
         print(f"{verdict:>13}  {claim}")
     print(f"study of {result['runs']} runs: {result['html']}")

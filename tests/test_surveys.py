@@ -121,10 +121,16 @@ def test_surveys_are_normalised_and_checking_them_again_changes_nothing():
 
 
 # ============================================================================ scripted agents: rules
-def stub_env(totals, W, max_rounds=5):
+def stub_env(votes, W, max_rounds=5):
+    """``votes``: (vote_feed rows, [(voter, value), ...]) of the last round, or None (no round closed)."""
+    last = None
+    if votes is not None:
+        feed, cast = votes
+        last = SimpleNamespace(batch=SimpleNamespace(
+            vote_feed=np.array(feed, np.int64), vote_voter=np.array([v for v, _ in cast], np.int32),
+            vote_value=np.array([x for _, x in cast], np.int8)))
     return SimpleNamespace(possible_agents=list(AGENTS), config=SimpleNamespace(max_rounds=max_rounds),
-                           last_round=None if totals is None else SimpleNamespace(totals=np.array(totals, float)),
-                           tie_matrix=lambda: sp.csr_matrix(W))
+                           last_round=last, tie_matrix=lambda: sp.csr_matrix(W))
 
 
 def table(rows, *keys):
@@ -139,15 +145,18 @@ def test_satisfaction_and_trust_rules_by_hand_and_items_without_a_rule_stay_unan
              {"name": "exit", "at_round": 1, "target": ["agent_2"],
               "items": [{"id": "fair", "text": "Fair?"}, {"id": "change", "text": "Change?", "scale": "text"}]}]
     s = Surveys(specs, AGENTS, ["", "", ""], ["greedy", "random", "greedy"])
-    rows, interviews = s.administer(1, stub_env([0.2, 0.5, 0.2], W), Plain(), None)
+    # vote items shown: agent_0 three, agent_1 two, agent_2 one; up-votes: agent_0 one (and one
+    # down-vote), agent_1 two, agent_2 none
+    votes = ([[5, 6, 7], [5, 8, -1], [6, -1, -1]], [(0, 1), (0, -1), (1, 1), (1, 1)])
+    rows, interviews = s.administer(1, stub_env(votes, W), Plain(), None)
     assert interviews == []
     assert all(tuple(row) == SURVEY_COLUMNS for row in rows)
-    # satisfaction: totals 0.2, 0.5, 0.2 -> ranks 1.5, 3, 1.5 -> p = 0.25, 1, 0.25 -> 1 + round(2.25) = 3, 10, 3
+    # satisfaction: up-voted shares 1/3, 2/2, 0/1 -> 1 + round(3) = 4, 1 + 9 = 10, 1
     # trust: agent_0 (0.3 + 0.6) / 2 = 0.45 -> round(4.5) = 5 (halves up); agent_1 0.2 -> 2; agent_2 none -> 0
     assert table(rows[:6], "agent", "policy", "survey", "item", "scale", "answer", "status", "source") == [
-        ("agent_0", "greedy", "satisfaction", "satisfaction", "1-10", 3, "ok", "rule"),
+        ("agent_0", "greedy", "satisfaction", "satisfaction", "1-10", 4, "ok", "rule"),
         ("agent_1", "random", "satisfaction", "satisfaction", "1-10", 10, "ok", "rule"),
-        ("agent_2", "greedy", "satisfaction", "satisfaction", "1-10", 3, "ok", "rule"),
+        ("agent_2", "greedy", "satisfaction", "satisfaction", "1-10", 1, "ok", "rule"),
         ("agent_0", "greedy", "trust", "trust", "0-10", 5, "ok", "rule"),
         ("agent_1", "random", "trust", "trust", "0-10", 2, "ok", "rule"),
         ("agent_2", "greedy", "trust", "trust", "0-10", 0, "ok", "rule")]
@@ -159,11 +168,12 @@ def test_satisfaction_and_trust_rules_by_hand_and_items_without_a_rule_stay_unan
         ("agent_2", "exit", "fair", "", "unanswered", ""), ("agent_2", "exit", "change", "", "unanswered", "")]
     assert len(rows) == 28 and {r["round"] for r in rows} == {1}
 
-    # no ties among the totals 0.1, 0.3, 0.2 -> ranks 1, 3, 2 -> p = 0, 1, 0.5 -> 1, 10, 1 + round(4.5) = 6
+    # shares 1/2 (1 + round(4.5) = 6, halves up), 1/4 (1 + round(2.25) = 3); agent_2 was shown nothing
+    votes = ([[1, 2, -1, -1], [1, 2, 3, 4], [-1, -1, -1, -1]], [(0, 1), (1, 1)])
     rows, _ = Surveys(specs[:1], AGENTS, ["", "", ""], ["greedy"] * 3).administer(
-        1, stub_env([0.1, 0.3, 0.2], W), Plain(), None)
-    assert [r["answer"] for r in rows] == [1, 10, 6]
-    # before any round closed there are no totals: satisfaction has no rule answer
+        1, stub_env(votes, W), Plain(), None)
+    assert [(r["answer"], r["status"]) for r in rows] == [(6, "ok"), (3, "ok"), ("", "unanswered")]
+    # before any round closed there are no votes: satisfaction has no rule answer
     rows, _ = Surveys(specs[:1], AGENTS, ["", "", ""], ["greedy"] * 3).administer(
         1, stub_env(None, W), Plain(), None)
     assert [r["status"] for r in rows] == ["unanswered"] * 3
@@ -407,7 +417,7 @@ def test_failed_llm_answers_are_fallback_rows_and_recorded(llm_setup):
     server, client = llm_setup(broken, max_repairs=1)
     personas = generate_personas(3, seed=4)
     policy = LLMPolicy(client, personas)
-    env = stub_env([0.1, 0.2, 0.3], sp.csr_matrix((3, 3)))
+    env = stub_env(([[1, -1], [1, -1], [1, -1]], []), sp.csr_matrix((3, 3)))
     rows, interviews = Surveys(LLM_SPECS, AGENTS, ["", "", ""], ["llm"] * 3).administer(1, env, policy, client)
     assert len(rows) == 9 and interviews == []
     assert {(r["answer"], r["status"], r["source"]) for r in rows} == {("", "fallback", "")}
@@ -436,7 +446,7 @@ def test_a_mix_asks_llm_agents_and_answers_for_the_others(llm_setup):
     specs = [{"instrument": "trust", "at_round": 2}, {"instrument": "trust", "name": "trust_bots", "at_round": 2,
                                                        "target": "bots"}]
     s = Surveys(specs, AGENTS, ["talkers", "bots", "bots"], ["llm", "greedy", "greedy"])
-    rows, _ = s.administer(2, stub_env([0, 0, 0], W, max_rounds=4), mix, client)
+    rows, _ = s.administer(2, stub_env(([[-1], [-1], [-1]], []), W, max_rounds=4), mix, client)
     # trust: agent_1 0.5 -> 5; agent_2 0.25 -> round(2.5) = 3 (halves up); agent_0 asks the model: 2
     assert table(rows, "agent", "group", "policy", "survey", "answer", "source") == [
         ("agent_0", "talkers", "llm", "trust", 2, "llm"), ("agent_1", "bots", "greedy", "trust", 5, "rule"),

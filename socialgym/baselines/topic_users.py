@@ -169,6 +169,36 @@ class TopicUsers:
                              f"{policy.n_topics} entries (column c = topics[c])")
         return policy
 
+    @classmethod
+    def from_interests(cls, interests: Any, topics: Any, *, concentration: float = 0.8, **kwargs: Any) -> TopicUsers:
+        """A policy whose preferences come from an env's ``agent_interests``: an (n, K) matrix
+        (used as it is; K at most the number of ``topics``), or one label per agent — a topic
+        name of ``topics`` or its index — which becomes that agent's main interest with weight
+        ``concentration``, the other topics sharing the rest equally (:meth:`make_preferences`
+        with one favourite). ``kwargs`` go to the constructor (``seed``, ``p_post`` ...)."""
+        topics = list(topics)
+        array = np.asarray(interests, dtype=object)
+        if array.ndim == 2:
+            return cls(np.asarray(interests, dtype=float), **kwargs)
+        if array.ndim != 1 or not len(array):
+            raise ValueError(f"agent_interests must be an (n, K) matrix or one label per agent, got shape {array.shape}")
+        if not 0 < concentration <= 1:
+            raise ValueError(f"concentration must lie in (0, 1], got {concentration!r}")
+        k = len(topics)
+        main = []
+        for i, label in enumerate(array.tolist()):
+            if isinstance(label, str) and label in topics:
+                main.append(topics.index(label))
+            elif is_int(label) and 0 <= int(label) < k:
+                main.append(int(label))
+            else:
+                raise ValueError(f"agent_interests[{i}] = {label!r} names no topic: give a topic of {topics[:8]} "
+                                 f"or its index 0..{k - 1}")
+        rest = (1 - concentration) / (k - 1) if k > 1 else 0.0
+        pref = np.full((len(main), k), rest)
+        pref[np.arange(len(main)), main] = concentration if k > 1 else 1.0
+        return cls(pref, **kwargs)
+
     @staticmethod
     def make_preferences(n_agents: int, n_topics: int, rng: Any = None, interests_per_agent: int = 1,
                          concentration: float = 0.8) -> np.ndarray:

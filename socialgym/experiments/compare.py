@@ -31,7 +31,7 @@ from socialgym.experiments.runner import RunError
 REWARD_METRICS = (*REWARD_NAMES, "total")
 COMPARE_COLUMNS = ("round", "metric", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "n_pairs")
 HEADLINE = ("total", "SOC", "INF", "PRE", "COORD", "EMO", "density", "clustering", "mean_tie", "n_ties",
-            "deep_cocoon_share", "cross_cutting_share")
+            "mean_topic_entropy", "deep_cocoon_share", "cross_cutting_share")
 
 
 def replicates(path: str | Path) -> dict[int, Path]:

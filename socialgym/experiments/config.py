@@ -51,7 +51,7 @@ from socialgym.llm.sanitize import drop_secrets
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- documented above
 from socialgym.platform.validation import is_int, is_number, show
 
-POLICY_KINDS = ("random", "greedy", "llm", "torch")
+POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users")
 BACKENDS = ("local", "ray")
 WANDB_MODES = ("online", "offline", "disabled")
 
@@ -1051,6 +1051,24 @@ def _check_policy_params(cfg: ExperimentConfig) -> None:
                     value = params[name]
                     if not is_number(value, numpy=False) or not 0 <= value <= 1:
                         raise ConfigError(f"{where}.{name} must be a number in [0, 1], got {show(value)}")
+        elif g.kind == "topic_users":
+            from socialgym.baselines.topic_users import TopicUsers
+            if cfg.env.get("agent_interests") is None:
+                raise ConfigError(f"policy.groups[{i}]: topic_users agents need env.agent_interests (one topic "
+                                  "per agent, or an (n, K) preference matrix): their topic preferences"
+                                  if cfg.policy.groups else "policy: topic_users agents need env.agent_interests "
+                                  "(one topic per agent, or an (n, K) preference matrix): their topic preferences")
+            taken = {"preferences", "layout", "n_agents", "agent_ids", "n_topics", "interests_per_agent"}
+            allowed = [k for k in inspect.signature(TopicUsers).parameters if k not in taken] + ["concentration"]
+            unknown = sorted(set(params) - set(allowed))
+            if unknown:
+                raise ConfigError(f"{where}: unknown parameter {unknown[0]!r}; a topic_users policy takes "
+                                  f"{', '.join(dict.fromkeys(allowed))}")
+            try:
+                TopicUsers.from_interests(cfg.env["agent_interests"],
+                                          cfg.env.get("topics", FeedConfig.topics), **{"seed": 0, **params})
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         elif g.kind == "torch":
             path = params.get("path")
             if not isinstance(path, str) or not path.strip():

@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from socialgym.config import REWARD_NAMES
+from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml, load_config, thaw, to_dict
 from socialgym.experiments.checkpoint import (SNAPSHOTS, CheckpointError, keep_snapshot, read_checkpoint,
                                              snapshot_path, write_checkpoint)
@@ -334,7 +334,7 @@ class _RunExecution:
             from socialgym.ties.llm_scorer import LLMTieScorer
             env_kwargs["tie_scorer"] = LLMTieScorer(client, personas=dict(zip(agents, personas))
                                                     if personas is not None else None)
-        if any(g.kind == "torch" for g in groups):     # trained networks read the numeric part
+        if any(g.kind in ("torch", "topic_users") for g in groups):   # they read the numeric part (ties)
             env_kwargs["obs_format"] = "both"
         env = socialgym.parallel_env(**env_kwargs, seed=self.seed)
         for owner in owners:
@@ -390,6 +390,10 @@ class _RunExecution:
                 return TorchPolicy.load(path, **params)
             except (OSError, ValueError, TypeError) as exc:
                 raise RunError(f"policy group {group.name!r} (torch): {exc}") from None
+        if group.kind == "topic_users":        # recagent-style users with topic preferences
+            from socialgym.baselines.topic_users import TopicUsers
+            env = self.cfg.env
+            return TopicUsers.from_interests(env["agent_interests"], env.get("topics", FeedConfig.topics), **params)
         cls = {"random": RandomPolicy, "greedy": GreedyPolicy}[group.kind]
         try:
             return cls(**params)

@@ -32,11 +32,17 @@ from socialgym.config import REWARD_NAMES
 from socialgym.experiments import claims as claim_stats
 from socialgym.experiments.config import ConfigError, load_config
 from socialgym.experiments.runner import RunError
-from socialgym.experiments.files import read_records, write_csv
+from socialgym.experiments import fork_study
+from socialgym.experiments.files import read_json, read_records, write_csv
+from socialgym.experiments.fork_study import FORK_STUDIES
 from socialgym.experiments.compare import mean_ci
 from socialgym.experiments.sweep import SWEEP_FILE, resume_sweep, run_sweep
 
-STUDIES = {"ties-coach": {"paper": "ties-coach.yaml", "small": "ties-coach-small.yaml"}}
+STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach.yaml"},
+           # intervention studies as forks (socialgym.experiments.fork_study)
+           "soc-strategy": {"scripted": "soc-strategy.yaml", "llm": "soc-strategy-llm.yaml"},
+           "misinformation": {"scripted": "misinformation.yaml", "llm": "misinformation-llm.yaml"}}
+"""Study name -> {scale: config file in configs/studies/}; the first scale is the default."""
 
 # Chang et al. (ICWSM 2025, arXiv 2408.16629): mean and standard error over their eight real
 # friendship networks (31-70 nodes), as printed by the authors' analysis notebook
@@ -63,9 +69,11 @@ def bands() -> dict[str, tuple[float, float]]:
     return {m: (mean - 1.96 * se, mean + 1.96 * se) for m, (mean, se) in REAL_NETWORKS.items()}
 
 
-def run_study(study: str, out: str | Path, *, scale: str = "small", replicates: int | None = None,
-              base_url: str | None = None, model: str | None = None, progress: bool | None = None) -> dict:
-    """Run (or resume, when ``out`` holds the study already) and analyse the study."""
+def run_study(study: str, out: str | Path, *, scale: str | None = None, replicates: int | None = None,
+              base_url: str | None = None, model: str | None = None, progress: bool | None = None,
+              fork_at: int | None = None) -> dict:
+    """Run (or resume, when ``out`` holds the study already) and analyse the study. ``scale``:
+    one of the study's (default: its first); ``fork_at`` overrides ``run.fork_at``."""
     import platform
     import time
 
@@ -75,7 +83,11 @@ def run_study(study: str, out: str | Path, *, scale: str = "small", replicates: 
     if resumed:
         sweep = resume_sweep(out, progress=progress)
     else:
+        if study in STUDIES and scale is None:
+            scale = next(iter(STUDIES[study]))
         overrides = []
+        if fork_at is not None:
+            overrides.append(f"run.fork_at={int(fork_at)}")
         if replicates is not None:
             overrides.append(f"run.replicates={int(replicates)}")
         if base_url is not None:
@@ -85,11 +97,17 @@ def run_study(study: str, out: str | Path, *, scale: str = "small", replicates: 
         cfg = load_config(config_path(study, scale), overrides)
         sweep = run_sweep(cfg, out, progress=progress)
         (out / "study_config.json").write_text(json.dumps({"study": study, "scale": scale}) + "\n")
-    result = analyze(out)
+    name = (read_json(out / "study_config.json") or {}).get("study", study)
+    if name in FORK_STUDIES:
+        result = fork_study.analyze(out, name)
+    else:
+        result = analyze(out)
     info = json.loads((out / "study_config.json").read_text()) if (out / "study_config.json").is_file() else {}
-    llm = load_config(out / "config.yaml").llm
+    cfg = load_config(out / "config.yaml")
+    llm = cfg.llm
     info.update({"runs": result["runs"], "wall_seconds": round(time.perf_counter() - started, 1), "resumed": resumed,
-                 "model": llm.model if llm and llm.base_url else "the embedded SmolLM2-135M",
+                 "model": (llm.model if llm and llm.base_url else "the embedded SmolLM2-135M") if cfg.uses_llm()
+                 else "none (scripted agents)",
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores"})
     (out / "study.json").write_text(json.dumps(info, indent=1) + "\n")
     return {**result, "problems": sweep.get("problems", [])}

@@ -66,9 +66,9 @@ how people answer; every rounding below rounds halves up.
   items on T in the agent's act-phase feeds from round 1 to the survey's round, each
   appearance counted (the exposure that :meth:`Surveys.observe` adds up); 3 when the agent was
   shown nothing on T (also when T is not a topic of the platform yet);
-- satisfaction (1-10): ``1 + round(9 p)``, where ``p`` in [0, 1] is the agent's percentile rank
-  of its total reward in the survey's round among all agents: ``(rank - 1) / (n - 1)`` with
-  ranks 1 (lowest) .. n, tied agents sharing their average rank (a lone agent has p = 0.5);
+- satisfaction (1-10): ``1 + round(9 s)``, where ``s`` is the share of the items the agent was
+  shown to vote on in the survey's round (its vote feed) that it up-voted: how many of the
+  recommendations it liked; unanswered for an agent shown nothing to vote on;
 - trust (0-10): ``round(10 w)``, where ``w`` is the mean weight of the agent's outgoing ties
   (``env.tie_matrix()`` row, weights > 0); 0 when it has none.
 
@@ -547,18 +547,17 @@ class Surveys:
 
     @staticmethod
     def satisfaction_rule(env) -> np.ndarray | None:
-        """``1 + round(9 p)``, ``p`` the percentile rank of the last round's total (None before
-        the first round closed)."""
+        """``1 + round(9 s)``, ``s`` the up-voted share of the agent's vote items of the last round;
+        -1 (unanswered) for an agent shown none, None before the first round closed."""
         if env.last_round is None:
             return None
-        totals = np.asarray(env.last_round.totals, float)
-        n = len(totals)
-        if n == 1:
-            return np.array([1 + _half_up(4.5)], np.int64)
-        _, inverse, counts = np.unique(totals, return_inverse=True, return_counts=True)
-        average_rank = np.cumsum(counts) - (counts - 1) / 2.0          # 1-based, ties share the mean
-        p = (average_rank[inverse.reshape(-1)] - 1) / (n - 1)
-        return 1 + _half_up(9 * p)
+        batch = env.last_round.batch
+        n = len(env.possible_agents)
+        shown = (np.asarray(batch.vote_feed) >= 0).sum(axis=1)
+        voter, value = np.asarray(batch.vote_voter, np.int64), np.asarray(batch.vote_value)
+        liked = np.bincount(voter[value > 0], minlength=n)
+        share = np.divide(liked, shown, out=np.zeros(n), where=shown > 0)
+        return np.where(shown > 0, 1 + _half_up(9 * share), -1).astype(np.int64)
 
     @staticmethod
     def trust_rule(env) -> np.ndarray:
@@ -629,7 +628,7 @@ class Surveys:
                     continue
                 hook = getattr(owner, "answer_survey", None)
                 for item in items:
-                    base = rule[i] if rule is not None and item["scale"] != "text" else None
+                    base = rule[i] if rule is not None and item["scale"] != "text" and rule[i] >= 0 else None
                     base = int(base) if base is not None else None
                     if callable(hook):
                         given = dict(item, survey=spec["name"], instrument=spec.get("instrument"))
