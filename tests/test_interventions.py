@@ -219,6 +219,26 @@ def test_resume_after_a_kill_in_an_intervention_round_is_identical(tmp_path):
     assert sum(e["kind"] == "INTERVENTION" for e in events(broken)) == 3
 
 
+def test_interventions_edited_before_a_resume_take_effect_with_allow_config_change(tmp_path):
+    from tests.test_experiments import cli, write_config
+
+    path = write_config(tmp_path / "c.yaml", with_interventions([]))
+    out = tmp_path / "run"
+    proc = cli("run", str(path), "--out", str(out), "--quiet", env_extra={"SOCIALGYM_KILL_AT": "2:checkpoint"},
+               check=False)
+    assert proc.returncode == -signal.SIGKILL
+    data = yaml.safe_load((out / "config.yaml").read_text())
+    data["interventions"] = [{"kind": "post", "at_round": 4, "author": "agent_1", "topic": "late", "text": "new"}]
+    (out / "config.yaml").write_text(yaml.safe_dump(data))
+    refused = cli("resume", str(out), "--quiet", check=False)
+    assert refused.returncode == 2 and "interventions" in refused.stderr
+    cli("resume", str(out), "--quiet", "--allow-config-change")
+    logged = [(e["round"], e["intervention"], e.get("text")) for e in events(out) if e["kind"] == "INTERVENTION"]
+    assert logged == [(4, "post", "new")]
+    changes = json.loads((out / "run.json").read_text())["config_changes"]
+    assert changes == [{"round": 1, "keys": ["interventions"]}]
+
+
 # ---------------------------------------------------------------------------------- config
 @pytest.mark.parametrize("item, words", [
     ({"kind": "post", "at_round": 6, "author": "agent_0", "topic": "t"}, "interventions[0].at_round = 6"),
@@ -301,6 +321,20 @@ def test_the_report_lists_and_marks_the_interventions(tmp_path, monkeypatch):
     assert _load(out).interventions == [(2, "post"), (4, "lambdas")]
     html = build_report(out).read_text()
     assert "round 2: post, round 4: lambdas" in html
+
+
+def test_the_viewer_shows_an_injected_post_as_a_post_of_its_round(tmp_path, monkeypatch):
+    from socialgym.viewer.data import decode, load_run
+
+    items = [{"kind": "post", "at_round": 3, "author": "agent_4", "topic": "vaccines", "text": "A false claim",
+              "sentiment": -0.5}]
+    out, _ = run(tmp_path, "inj", with_interventions(items), monkeypatch)
+    logged = next(e for e in events(out) if e["kind"] == "INTERVENTION")
+    table = load_run(out)["items"]
+    k = decode(table["id"]).tolist().index(logged["id"])
+    assert (int(decode(table["round"])[k]), table["kinds"][int(decode(table["kind"])[k])]) == (3, "POST")
+    assert int(decode(table["author"])[k]) == 4 and table["text"][k] == "A false claim"
+    assert decode(table["sentiment"])[k] == -0.5
 
 
 def test_the_viewer_marks_intervention_rounds_on_its_slider(tmp_path, monkeypatch):

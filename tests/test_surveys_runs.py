@@ -225,3 +225,21 @@ def test_survey_config_errors_are_one_line():
         with pytest.raises(ConfigError) as err:
             load_config({**SCRIPTED, "surveys": surveys})
         assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_report_plots_the_survey_means_and_names_the_fork(tmp_path):
+    from socialgym.experiments.fork import fork_run
+    from socialgym.experiments.report import _survey_means, _load, build_report
+
+    run_experiment(load_config(SCRIPTED), tmp_path / "s")
+    fork_run(tmp_path / "s", 4, tmp_path / "f", overrides=["env.xi=0.3"], progress=False)
+    means = _survey_means(_load(tmp_path / "f"))
+    rows = table(tmp_path / "f")
+    for r in (3, 6):
+        answers = [int(x["answer"]) for x in rows if x["round"] == str(r) and x["survey"] == "stance"]
+        assert means["stance.stance"][1][r] == pytest.approx(sum(answers) / len(answers))
+    assert means["trust.trust"][0] == "0-10" and means["trust.trust"][2] == 3
+    page = build_report(tmp_path / "f").read_text()
+    assert (tmp_path / "f" / "plots" / "surveys.png").is_file()
+    assert f"{(tmp_path / 's').resolve()} after round 4; changes: env.xi: 0.1 -&gt; 0.3 from round 5" in page
+    assert "forked from" not in build_report(tmp_path / "s").read_text()

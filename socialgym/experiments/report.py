@@ -36,7 +36,7 @@ COCOON_PANELS = ("mean_topic_entropy", "deep_cocoon_share")
 TIE_THRESHOLD = 0.1          # the default of socialgym.metrics.network_metrics
 LAYOUT_SEED = 0              # spring layout seed: the same ties always give the same picture
 MAX_DRAWN_NODES = 300        # larger graphs: draw the best-connected nodes only
-OPTIONAL_PLOTS = ("learning_curves.png", "rewards_by_group.png")
+OPTIONAL_PLOTS = ("learning_curves.png", "rewards_by_group.png", "surveys.png")
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _CSS = """
@@ -289,6 +289,40 @@ def _plot_rewards(run: _LoadedRun, path: Path) -> None:
     save(fig, path)
 
 
+def _survey_means(run: _LoadedRun) -> dict[str, tuple[str, dict[int, float], int]]:
+    """surveys.csv: "survey.item" -> (scale, {round: mean numeric answer}, answers) over the
+    agents that answered (status ok); free-text items are left out."""
+    path = run.path / "surveys.csv"
+    if not path.is_file():
+        return {}
+    cols = _read_csv(path)
+    sums: dict[str, dict[int, list[float]]] = {}
+    scales: dict[str, str] = {}
+    for r, survey, item, scale, answer, status in zip(*(cols.get(k, []) for k in (
+            "round", "survey", "item", "scale", "answer", "status"))):
+        value = _floats([answer])[0]
+        if status != "ok" or scale == "text" or not np.isfinite(value) or not r.isdigit():
+            continue
+        key = f"{survey}.{item}"
+        scales[key] = scale
+        sums.setdefault(key, {}).setdefault(int(r), []).append(float(value))
+    return {k: (scales[k], {r: float(np.mean(v)) for r, v in by_round.items()},
+                sum(len(v) for v in by_round.values())) for k, by_round in sums.items()}
+
+
+def _plot_surveys(run: _LoadedRun, path: Path, means: dict) -> None:
+    fig = figure(8, 4.5)
+    ax = fig.add_subplot()
+    for key, (scale, by_round, _) in sorted(means.items()):
+        xs = sorted(by_round)
+        ax.plot(xs, [by_round[r] for r in xs], marker="o", ms=4, label=f"{key} ({scale})")
+    ax.set_title("Mean survey answer per round" + (" (dotted: interventions)" if run.interventions else ""))
+    ax.set_ylabel("mean answer")
+    _integer_rounds(ax, np.array(sorted({r for _, b, _ in means.values() for r in b}), float), run.interventions)
+    ax.legend(loc="best", fontsize="small")
+    save(fig, path)
+
+
 def _plot_split(run: _LoadedRun, path: Path, title: str, masks: list[tuple[str, np.ndarray]]) -> None:
     """One small panel per reward column, one line per (label, row mask)."""
     rounds = run.column("round")
@@ -536,7 +570,24 @@ def _summary_rows(run: _LoadedRun) -> list[tuple[str, Any]]:
                      or "none"))
     if run.interventions:        # dotted lines in the per-round plots
         rows.append(("interventions", ", ".join(f"round {r}: {k}" for r, k in run.interventions)))
+    fork = _fork_info(run.path)
+    if fork:
+        rows.append(("forked from", fork))
     return rows
+
+
+def _fork_info(path: Path) -> str:
+    """run.json's ``fork`` record, in words (empty for a run that is no fork)."""
+    try:
+        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    fork = meta.get("fork") if isinstance(meta, dict) else None
+    if not isinstance(fork, dict):
+        return ""
+    changes = fork.get("changes") or []
+    return (f"{fork.get('of')} after round {fork.get('at_round')}; "
+            + ("changes: " + "; ".join(str(c) for c in changes) if changes else "no change"))
 
 
 def _data_uri(path: Path) -> str:
@@ -662,6 +713,13 @@ def build_report(run_dir: str | os.PathLike) -> Path:
         _plot_split(run, plots / "rewards_by_group.png", "Reward by group", masks)
         figures.append((plots / "rewards_by_group.png", "mean reward per round of each group "
                         "of agents, one panel per component."))
+
+    surveys = _survey_means(run)
+    if surveys:
+        _plot_surveys(run, plots / "surveys.png", surveys)
+        figures.append((plots / "surveys.png", "mean numeric answer per survey item and round, over the agents "
+                        "that answered (surveys.csv; " + ", ".join(f"{k}: {n} answers" for k, (_, _, n)
+                                                                   in sorted(surveys.items())) + ")."))
 
     remark = _plot_network(run, plots / "network.png")
     figures.append((plots / "network.png", "network metrics of the tie graph per round (from "

@@ -437,6 +437,9 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
                 ties.append((r, e["src"], e["dst"], *nums))
             elif kind == "INTERVENTION":          # a scheduled intervention: marked on the round axis
                 interventions.append([r, str(e.get("intervention", ""))])
+                if e.get("intervention") == "post" and _int(e.get("id")) is not None \
+                        and isinstance(e.get("author"), str):   # an injected post: a POST of its round
+                    items.append((r, "POST", {**e, "sender": e["author"], "kind": "POST"}))
             else:
                 other += 1
     except OSError as exc:
