@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import signal
 from pathlib import Path
 
 import math
@@ -87,15 +86,10 @@ def test_no_survey_files_without_surveys(tmp_path):
 
 
 def test_a_kill_in_a_survey_round_resumes_to_the_same_files(tmp_path):
-    from tests.test_experiments import assert_same_outputs, cli, write_config
+    from tests.test_experiments import assert_same_outputs
+    from tests.test_interventions import run_killed_and_resumed
 
-    path = write_config(tmp_path / "c.yaml", SCRIPTED)
-    ref, broken = tmp_path / "ref", tmp_path / "broken"
-    cli("run", str(path), "--out", str(ref), "--quiet")
-    proc = cli("run", str(path), "--out", str(broken), "--quiet", env_extra={"SOCIALGYM_KILL_AT": "3:outputs"},
-               check=False)
-    assert proc.returncode == -signal.SIGKILL
-    cli("resume", str(broken), "--quiet")
+    ref, broken = run_killed_and_resumed(tmp_path, SCRIPTED)       # killed after round 3's outputs
     assert_same_outputs(ref, broken, 6)
     assert (ref / "surveys.csv").read_bytes() == (broken / "surveys.csv").read_bytes()
 
