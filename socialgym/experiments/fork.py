@@ -53,6 +53,7 @@ from socialgym.experiments.files import read_json
 from socialgym.experiments.recorder import verify_outputs
 from socialgym.experiments.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, resume_experiment
 
+
 # ---------------------------------------------------------------------------------- forking
 def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iterable[str] = (),
              config: ExperimentConfig | Mapping | None = None, condition: Mapping | None = None,
@@ -61,8 +62,9 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
     """Fork the run in ``src`` after round ``at_round`` into ``out`` (which must not hold a run)
     and, with ``resume`` (default), play the remaining rounds. The fork's config is the one rounds
     1..t ran with, changed by ``overrides`` (``key.path=value``, as ``--set``) or replaced by
-    ``config`` (a whole config: a sweep cell's), through :func:`~socialgym.experiments.config.fork_config`. Returns the
-    summary (with ``resume=False``: ``{"status": "forked", ...}``)."""
+    ``config`` (a whole config: a sweep cell's), through
+    :func:`~socialgym.experiments.config.fork_config`. Returns the summary (with ``resume=False``:
+    ``{"status": "forked", ...}``)."""
     src, out = Path(src), Path(out)
     if not isinstance(at_round, int) or isinstance(at_round, bool):
         raise RunError(f"--at-round must be an integer, got {at_round!r}")
