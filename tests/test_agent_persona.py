@@ -8,6 +8,7 @@ Mini-IPIP table (socialgym/agents/persona.py, MINI_IPIP), index -> trait, R = re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -267,3 +268,16 @@ def test_lambdas_matrix_partial_lambdas():
     except ValueError:
         return
     np.testing.assert_allclose(lambdas_matrix([p]), [[1.0, 0.0, 0.0, 0.0, 0.0]])
+
+
+def test_a_main_interest_goes_first_and_the_description_follows():
+    from socialgym.agents.persona import generate_personas, with_main_interest
+
+    p = generate_personas(1, seed=0, topics=["water", "sports", "music", "food"])[0]
+    assert p.interests == ("sports",) and p.description == "Encourages others and offers help, mostly around sports."
+    q = with_main_interest(p, "food")
+    assert q.interests == ("food", "sports")
+    assert q.description == "Encourages others and offers help, mostly around food and sports."
+    assert with_main_interest(q, "sports").interests == ("sports", "food")
+    custom = dataclasses.replace(p, description="Writes about the harbour.")
+    assert with_main_interest(custom, "food").description == "Writes about the harbour."   # not a generated one

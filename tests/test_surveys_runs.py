@@ -237,3 +237,17 @@ def test_the_report_plots_the_survey_means_and_names_the_fork(tmp_path):
     assert (tmp_path / "f" / "plots" / "surveys.png").is_file()
     assert f"{(tmp_path / 's').resolve()} after round 4; changes: env.xi: 0.1 -&gt; 0.3 from round 5" in page
     assert "forked from" not in build_report(tmp_path / "s").read_text()
+
+
+def test_generated_personas_take_the_runs_topics_and_each_agents_label(tmp_path):
+    pytest.importorskip("openai")
+    from socialgym.llm.testing import FakeServer
+
+    with FakeServer(_survey_responder) as server:
+        data = _llm_config(server, surveys=[])
+        data["env"] = {**data["env"], "max_rounds": 1, "topics": ["water", "sports", "music"],
+                       "agent_interests": ["music", "water", "water"]}
+        run_experiment(load_config(data), tmp_path / "p")
+    personas = json.loads((tmp_path / "p" / "personas.json").read_text())
+    assert [personas[f"agent_{i}"]["interests"][0] for i in range(3)] == ["music", "water", "water"]
+    assert all(set(p["interests"]) <= {"water", "sports", "music"} for p in personas.values())

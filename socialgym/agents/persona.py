@@ -197,6 +197,18 @@ def generate_personas(n: int, seed: int = 0, *, topics: Sequence[str] = ("climat
     return out
 
 
+def with_main_interest(persona: Persona, topic: str) -> Persona:
+    """``persona`` with ``topic`` as its first interest (its others kept, at most three in all);
+    a generated persona's description, which names its interests, is written again."""
+    interests = (str(topic), *[t for t in persona.interests if t != topic])[:3]
+    description = persona.description
+    if persona.role in ROLES and persona.interests:
+        old = ROLES[persona.role][0].format(interest=" and ".join(persona.interests))
+        if description == old:
+            description = ROLES[persona.role][0].format(interest=" and ".join(interests))
+    return dataclasses.replace(persona, interests=interests, description=description)
+
+
 MAX_PERSONA_FILE_BYTES = 64 * 2**20
 """Largest persona file read (64 MiB: far more than 100,000 personas of a few hundred bytes)."""
 

@@ -352,8 +352,16 @@ class _RunExecution:
             return None
         from socialgym.agents.persona import generate_personas, load_personas
 
-        if source is None:
-            return generate_personas(n, seed=self.seed)
+        if source is None:          # interests from the run's topics; a topic label per agent is its main one
+            env = self.cfg.env
+            personas = generate_personas(n, seed=self.seed, **({"topics": list(env["topics"])} if env.get("topics")
+                                                                 else {}))
+            labels = env.get("agent_interests")
+            topics = set(env.get("topics") or ())
+            if labels is not None and len(labels) == n and all(isinstance(x, str) and x in topics for x in labels):
+                from socialgym.agents.persona import with_main_interest
+                personas = [with_main_interest(p, t) for p, t in zip(personas, labels)]
+            return personas
         try:
             personas = load_personas(source)
         except (OSError, ValueError) as exc:
