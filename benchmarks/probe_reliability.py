@@ -71,7 +71,7 @@ OUTCOMES = (CLEAR, FALLBACK, HANDLED, BAD)
 CATEGORIES = {
     "actions": "1. Action payloads (feed env, strict and lenient)",
     "env": "2. Environment API misuse and component faults",
-    "config": "3. Config files and --set through the CLI",
+    "config": "3. Config files, --set and the run-directory commands through the CLI",
     "llm": "4. LLM server faults",
     "resume": "5. Resume of tampered run directories",
     "files": "6. Untrusted model, report and pickle files",
@@ -1669,7 +1669,93 @@ CONFIG_CASES: list[tuple] = [
     ("valid/sweep of two cells", {"sweep": {"env.recommender": ["random", "chronological"]},
                                   "run": {"workers": 1}}, "run", [], (), False),
     ("valid/bundled personas with greedy", {"personas": "climate-change"}, "run", [], (), False),
+    # ---- interventions, surveys, forks in sweeps (issue 20)
+    ("interventions/round beyond max_rounds", {"interventions": [{"kind": "post", "at_round": 9, "author": "agent_0",
+                                                                  "topic": "t"}]}, "error", ["at_round"], (), True),
+    ("interventions/unknown target", {"interventions": [{"kind": "lambdas", "at_round": 1, "target": "trolls",
+                                                         "lambdas": [1, 0, 0, 0, 0]}]}, "error", ["trolls"], (), False),
+    ("interventions/unknown parameter", {"interventions": [{"kind": "param", "at_round": 1, "name": "feed_size",
+                                                            "value": 2}]}, "error", ["feed_size"], (), False),
+    ("interventions/a mapping", {"interventions": {"kind": "post"}}, "error", ["interventions"], (), False),
+    ("interventions/every 0", {"interventions": [{"kind": "lambdas", "every": 0, "lambdas": [1, 0, 0, 0, 0]}]},
+     "error", ["every"], (), False),
+    ("interventions/valid post", {"interventions": [{"kind": "post", "at_round": 2, "author": "agent_0",
+                                                     "topic": "t", "text": "x"}]}, "run", [], (), False),
+    ("surveys/round beyond max_rounds", {"surveys": [{"instrument": "trust", "at_round": 9}]}, "error",
+     ["at_round"], (), True),
+    ("surveys/unknown instrument", {"surveys": [{"instrument": "mood", "at_round": 1}]}, "error", ["instrument"],
+     (), False),
+    ("surveys/stance without topic", {"surveys": [{"instrument": "stance", "at_round": 1}]}, "error", ["topic"],
+     (), False),
+    ("surveys/unknown scale", {"surveys": [{"name": "x", "at_round": 1, "items": [{"id": "a", "text": "A?",
+                                                                                  "scale": "stars"}]}]},
+     "error", ["scale"], (), False),
+    ("surveys/unknown group", {"surveys": [{"instrument": "trust", "at_round": 1, "target": "nobody"}]}, "error",
+     ["nobody"], (), False),
+    ("surveys/duplicate names", {"surveys": [{"instrument": "trust", "at_round": 1},
+                                             {"instrument": "trust", "at_round": 2}]}, "error", ["trust"], (), False),
+    ("surveys/item text 10000 chars", {"surveys": [{"name": "x", "at_round": 1, "items": [
+        {"id": "a", "text": "q" * 10_000}]}]}, "error", ["text"], (), False),
+    ("surveys/a string", {"surveys": "stance"}, "error", ["surveys"], (), False),
+    ("surveys/valid scripted answers", {"surveys": [{"instrument": "stance", "topic": "t", "every": 1},
+                                                    {"instrument": "trust", "at_round": 2}]}, "run", [], (), False),
+    ("run/fork_at without a sweep", {"run": {"fork_at": 1, "replicates": 2}}, "error", ["fork_at"], (), False),
+    ("run/fork_at at the last round", {"run": {"fork_at": 2}, "sweep": {"env.xi": [0.1, 0.3]}}, "error",
+     ["fork_at"], (), False),
+    ("run/fork_at with a cell changing n_agents", {"run": {"fork_at": 1}, "sweep": {"env.feed_size": [3, 2]}},
+     "error", ["feed_size"], (), False),
+    ("run/fork_at 'x'", {"run": {"fork_at": "x"}}, "error", ["fork_at"], (), False),
+    ("valid/fork_at sweep", {"run": {"fork_at": 1, "workers": 1}, "sweep": {"env.xi": [0.1, 0.3]}}, "run", [], (),
+     False),
 ]
+
+def _finished_run(ctx: Ctx) -> Path:
+    """A small finished scripted run (shared by the fork / compare / interview cases)."""
+    def build() -> Path:
+        folder = ctx.workdir("base")
+        path = folder / "config.yaml"
+        path.write_text(yaml.safe_dump(merged(BASE_CONFIG, {"env.max_rounds": 4})), encoding="utf-8")
+        res = cli(["run", str(path), "--out", str(folder / "run"), "--quiet"])
+        if res.rc != 0:
+            raise Bad(f"the base run failed: {one_line(res.stderr, 200)}")
+        return folder / "run"
+    return ctx.cached("finished-run", build)
+
+
+def command_case(argv: Callable[[Ctx, Path, Path], list[str]], names: Sequence[str], status: int = 2):
+    """A misused fork / compare / interview command: one clear line, no directory created."""
+    def run(ctx: Ctx) -> tuple[str, str]:
+        base = _finished_run(ctx)
+        out = ctx.fresh("out")
+        return cli_clear(cli(argv(ctx, base, out)), names, out=out, status=status)
+    return run
+
+
+COMMAND_CASES = [
+    ("fork/round beyond the run", lambda c, b, o: ["fork", str(b), "--at-round", "9", "--out", str(o)],
+     ["round"]),
+    ("fork/round 0", lambda c, b, o: ["fork", str(b), "--at-round", "0", "--out", str(o)], ["round"]),
+    ("fork/not a run", lambda c, b, o: ["fork", str(c.workdir("empty")), "--at-round", "1", "--out", str(o)],
+     ["run directory"]),
+    ("fork/a change it cannot make", lambda c, b, o: ["fork", str(b), "--at-round", "2", "--out", str(o), "--set",
+                                                      "env.n_actions=2"], ["n_actions"]),
+    ("fork/an earlier intervention", lambda c, b, o: ["fork", str(b), "--at-round", "2", "--out", str(o), "--set",
+                                                      "interventions=[{kind: param, at_round: 1, name: xi, value: 0.3}]"],
+     ["interventions"]),
+    ("fork/bad --set", lambda c, b, o: ["fork", str(b), "--at-round", "2", "--out", str(o), "--set", "env.xi"],
+     ["env.xi"]),
+    ("compare/not a run", lambda c, b, o: ["compare", str(b), str(c.workdir("empty"))], ["run directory"]),
+    ("compare/one run, no sweep", lambda c, b, o: ["compare", str(b)], ["sweep"]),
+    ("interview/a scripted agent", lambda c, b, o: ["interview", str(b), "--agent", "agent_0", "Why?"],
+     ["agent_0"]),
+    ("interview/an unknown agent", lambda c, b, o: ["interview", str(b), "--agent", "agent_99", "Why?"],
+     ["agent_99"]),
+    ("interview/a missing round", lambda c, b, o: ["interview", str(b), "--agent", "agent_0", "--round", "7", "?"],
+     ["round_0007"]),
+]
+for _name, _argv, _names in COMMAND_CASES:
+    case("config", _name, command_case(_argv, _names), timeout=120)
+
 
 for _name, _source, _expect, _names, _overrides, _quick in CONFIG_CASES:
     _check = _no_secret_on_disk if SECRET in _name or "api key" in _name or "api_key" in _name else None

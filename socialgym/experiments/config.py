@@ -642,8 +642,7 @@ def _check_forks(cfg: ExperimentConfig, cells: list) -> None:
             try:
                 fork_config(cells[0], cell, cfg.run.fork_at)
             except ConfigError as exc:
-                raise ConfigError(f"run.fork_at: sweep cell {show(dict(thaw(assignment)), 120)} cannot be a fork of "
-                                  f"the first cell: {exc}") from None
+                raise ConfigError(f"run.fork_at: cell {show(dict(thaw(assignment)), 50)}: {exc}") from None
 
 
 def _interventions(cfg: ExperimentConfig, raw: Any) -> tuple:
@@ -1275,10 +1274,9 @@ def _group_without(group, keys) -> tuple:
 
 
 def _fork_cannot(key: str, at_round: int) -> str:
-    return (f"{key} cannot change in a fork: it describes the state after round {at_round} that the fork starts "
-            f"from; a fork can change interventions and surveys of later rounds, env.recommender / "
-            f"recommender_kwargs / rerank, {', '.join('env.' + k for k in FORK_RUNTIME_ENV)}, the coach, and the llm, "
-            f"logging and run sections (for anything else start a new run)")
+    return (f"{key} cannot change in a fork (it is part of the state after round {at_round}); forks change "
+            f"later interventions/surveys, env.{'/'.join(FORK_RECOMMENDER_ENV + FORK_RUNTIME_ENV)}, coach, "
+            "llm/logging/run")
 
 
 def _fork_diff(a: Any, b: Any, prefix: str) -> list:
