@@ -297,8 +297,11 @@ def test_env_methods_between_rounds_only():
     env.reset(seed=0)
     cid = env.inject_post("agent_1", "news", "hello")
     obs = env.refresh_feeds()
-    assert all(cid in np.asarray(env._feed[i]) for i in (0, 2, 3)) and cid not in env._feed[1]
+    feeds = env.act_feeds
+    assert all(cid in feeds[i] for i in (0, 2, 3)) and cid not in feeds[1] and not feeds.flags.writeable
     assert set(obs) == set(env.possible_agents)
+    assert [[it["id"] for it in obs[a]["feed"]] for a in env.possible_agents] == \
+        [[c for c in row if c >= 0] for row in feeds.tolist()]
     env.set_lambdas(["agent_0"], [0, 1, 0, 0, 0])
     assert env.lambdas[0].tolist() == [0, 1, 0, 0, 0]
     env.add_ties([0], [1], 0.5)

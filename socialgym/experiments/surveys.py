@@ -503,7 +503,7 @@ class Surveys:
         return list(dict.fromkeys(normalise_topic(s["topic"]) for s in self._specs if s.get("instrument") == "stance"))
 
     def observe(self, env) -> None:
-        """Add the current round's act-phase feeds (``env._feed``) to each agent's exposure on
+        """Add the current round's act-phase feeds (``env.act_feeds``) to each agent's exposure on
         every stance topic. Call it once a round, before the act step; a second call in the same
         round replaces that round's contribution (the feeds the agents act on count), and a
         round before the last one observed (a new episode) starts the counts afresh."""
@@ -516,7 +516,7 @@ class Surveys:
                 if key in self.exposure:
                     self.exposure[key][0][:] -= s
                     self.exposure[key][1][:] -= c
-        feed = np.asarray(env._feed)
+        feed = np.asarray(env.act_feeds)
         valid = feed >= 0
         n_items = len(env.content)
         if n_items:

@@ -720,6 +720,15 @@ class FeedEnv(ParallelEnv):
             self._feed = self._recommend(public, self.config.feed_size, "act")
         return self._observe()
 
+    @property
+    def act_feeds(self) -> np.ndarray:
+        """The current round's act-phase feeds: an (n_agents, feed_size) read-only array of
+        content ids, -1 in empty slots (between rounds: the feeds the next act step shows)."""
+        self._require_state("act_feeds")
+        view = self._feed.view()
+        view.flags.writeable = False
+        return view
+
     def exposure_metrics(self, groups=None, threshold: float | None = None) -> dict:
         """Cocoon and exposure metrics over the act-phase feeds of the last ``exposure_window``
         rounds (see ``socialgym.metrics.exposure_metrics``): mean topic entropy, deep-cocoon
