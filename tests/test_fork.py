@@ -210,6 +210,11 @@ def test_a_sweep_forks_its_conditions_from_the_first(tmp_path):
     assert table[0] == "round,metric,mean_a,mean_b,diff,ci_low,ci_high,n_pairs"
     n_ties = [x.split(",") for x in table[1:] if x.split(",")[1] == "n_ties"]
     assert [float(x[4]) for x in n_ties[:3]] == [0.0, 0.0, 0.0] and float(n_ties[3][4]) > 0
+    from socialgym.cli import main
+
+    (tmp_path / "s" / "compare" / f"{treated}.csv").unlink()
+    assert main(["compare", str(tmp_path / "s")]) == 0                 # the sweep: every condition vs the first
+    assert (tmp_path / "s" / "compare" / f"{treated}.csv").read_text().splitlines() == table
 
 
 @pytest.mark.parametrize("change, words", [
