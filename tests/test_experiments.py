@@ -61,6 +61,19 @@ def assert_same_outputs(a: Path, b: Path, rounds: int) -> None:
         assert (wa != wb).nnz == 0, f"ties of round {r} differ"
 
 
+def test_token_counts_survive_the_written_config(tmp_path):
+    # llm.max_tokens and the llm policy's *_tokens once matched the secret filter ("token") and were
+    # dropped from config.yaml: a resume or a fork then ran with the defaults
+    from socialgym.experiments.config import dump_yaml
+
+    cfg = load_config({"env": {"n_agents": 2}, "policy": {"kind": "llm", "params": {"text_tokens": 38}},
+                       "llm": {"max_tokens": 64, "api_key": "sk-secret-123"}})
+    dump_yaml(cfg, tmp_path / "c.yaml")
+    again = load_config(tmp_path / "c.yaml")
+    assert again.llm.max_tokens == 64 and dict(again.policy.params) == {"text_tokens": 38}
+    assert again.llm.api_key is None and "sk-secret" not in (tmp_path / "c.yaml").read_text()
+
+
 # ---------------------------------------------------------------------------------- config
 @pytest.mark.parametrize("override, key, words", [
     ("env.n_agnets=3", "env.n_agnets", "unknown key"),

@@ -117,7 +117,7 @@ def test_a_fork_of_a_fork_before_its_start_forks_the_origin(base_run, tmp_path):
     ({"at_round": 3, "overrides": ["env.feed_size=2"]}, "env.feed_size cannot change in a fork"),
     ({"at_round": 3, "overrides": ["seed=1"]}, "seed cannot change in a fork"),
     ({"at_round": 3, "overrides": ["policy.groups=[{name: g, kind: random, agents: 5}, {name: r, kind: random}]"]},
-     "policy (anything but coach) cannot change"),
+     "policy.groups[0].kind cannot change"),
     ({"at_round": 3, "overrides": ["interventions=[{kind: param, at_round: 2, name: xi, value: 0.3}]"]},
      "interventions of rounds <= 3, which already happened"),
     ({"at_round": 3, "overrides": ["env.n_agnets=9"]}, "env.n_agnets"),
@@ -188,7 +188,9 @@ def test_an_llm_fork_without_change_replays_the_original_from_its_cache(tmp_path
         assert (tmp_path / "llm-fork" / name).read_bytes() == (tmp_path / "llm" / name).read_bytes(), name
     assert lines(changed / "rounds.csv", last=2) == lines(tmp_path / "llm" / "rounds.csv", last=2)
     assert {x.split(",")[4] for x in lines(changed / "rounds.csv", first=3)} == {"1"}     # coached from round 3
-    assert "sk-test" not in (changed / "config.yaml").read_text()
+    assert "sk-test" not in (changed / "config.yaml").read_text() + (changed / "run.json").read_text()
+    meta = json.loads((changed / "run.json").read_text())
+    assert meta["fork"]["changes"] == ["coach of all agents: False -> True from round 3"]
 
 
 # ---------------------------------------------------------------------------------- sweeps
@@ -276,3 +278,16 @@ def test_compare_warns_about_unpaired_and_unseeded_runs(tmp_path):
     assert any("without a partner left out: [1]" in w for w in result["warnings"])
     with pytest.raises(RunError, match="neither a run directory"):
         compare(tmp_path / "A", tmp_path / "nothing")
+
+
+def test_an_api_key_is_no_change_and_never_written():
+    from socialgym.experiments.config import fork_config, to_dict
+
+    data = {**BASE, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
+    base = load_config(data)
+    target = load_config({**data, "llm": {**data["llm"], "api_key": "sk-inline-secret-0123456789"}})
+    cfg, changes = fork_config(base, target, 3)
+    assert changes == [] and "sk-inline" not in json.dumps(to_dict(cfg, redact=False))
+    # token counts are settings: a change of them takes effect and is named
+    cfg, changes = fork_config(base, load_config({**data, "llm": {**data["llm"], "max_tokens": 99}}), 3)
+    assert changes == ["llm.max_tokens: 512 -> 99"] and cfg.llm.max_tokens == 99

@@ -173,6 +173,9 @@ def test_sanitize_config_is_recursive():
     raw = {"a": 1, "API_KEY": "x", "llm": {"api_key": "y", "model": "m", "list": [{"password": 1, "b": 2}]},
            "hf_token": "z", "db": {"client_secret": "s"}}
     assert sanitize_config(raw) == {"a": 1, "llm": {"model": "m", "list": [{"b": 2}]}, "db": {}}
+    # counts of tokens are settings, not credentials
+    counts = {"llm": {"max_tokens": 64}, "params": {"text_tokens": 38, "plan_tokens": 90, "Auth_Token": "t"}}
+    assert sanitize_config(counts) == {"llm": {"max_tokens": 64}, "params": {"text_tokens": 38, "plan_tokens": 90}}
 
 
 def test_disabled_mode_empty_rounds_and_dense_ties(tmp_path):

@@ -1179,7 +1179,7 @@ def fork_config(base: ExperimentConfig, target: ExperimentConfig, at_round: int)
     if not 1 <= at_round < max_rounds:
         raise ConfigError(f"--at-round must lie in [1, {max_rounds - 1}] (env.max_rounds is {max_rounds}: a fork "
                           f"continues from the state after that round), got {at_round}")
-    old, new = to_dict(base, redact=False), to_dict(target, redact=False)
+    old, new = to_dict(base), to_dict(target)         # redacted: a key is no change, and never printed
     old.pop("sweep", None)
     new.pop("sweep", None)
     out = {k: v for k, v in old.items()}
@@ -1252,14 +1252,21 @@ def _fork_past(specs: list, t: int, max_rounds: int) -> list:
 
 def _coach_changes(base: ExperimentConfig, target: ExperimentConfig, first: int, changes: list) -> list:
     """Coach switches (policy.coach, a group's coach) as interventions; any other policy change
-    is refused."""
+    is refused, naming the first key that differs."""
     specs = []
     old_groups, new_groups = base.policy_groups(), target.policy_groups()
-    strip = [("coach",)]
-    same = len(old_groups) == len(new_groups) and all(
-        _group_without(a, strip) == _group_without(b, strip) for a, b in zip(old_groups, new_groups))
-    if not same or base.policy.kind != target.policy.kind or base.policy.params != target.policy.params:
-        raise ConfigError(_fork_cannot("policy (anything but coach)", first - 1))
+    if len(old_groups) != len(new_groups):
+        raise ConfigError(_fork_cannot("policy.groups", first - 1))
+    rest = [("policy.kind", base.policy.kind, target.policy.kind)]
+    rest += _fork_diff(thaw(base.policy.params), thaw(target.policy.params), "policy.params")
+    for i, (a, b) in enumerate(zip(old_groups, new_groups)):
+        where = f"policy.groups[{i}]" if base.policy.groups else "policy"
+        for f in dataclasses.fields(a):
+            if f.name != "coach":
+                rest += _fork_diff(thaw(getattr(a, f.name)), thaw(getattr(b, f.name)), f"{where}.{f.name}")
+    rest = [r for r in rest if r[1] != r[2]]
+    if rest:
+        raise ConfigError(_fork_cannot(rest[0][0], first - 1))
     for a, b in zip(old_groups, new_groups):
         if a.coach != b.coach:
             specs.append({"kind": "coach", "at_round": first, "enabled": bool(b.coach),
@@ -1267,10 +1274,6 @@ def _coach_changes(base: ExperimentConfig, target: ExperimentConfig, first: int,
             changes.append(f"coach of {a.name if base.policy.groups else 'all agents'}: {a.coach} -> {b.coach} "
                            f"from round {first}")
     return specs
-
-
-def _group_without(group, keys) -> tuple:
-    return tuple((f.name, getattr(group, f.name)) for f in dataclasses.fields(group) if (f.name,) not in keys)
 
 
 def _fork_cannot(key: str, at_round: int) -> str:

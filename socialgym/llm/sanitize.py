@@ -22,8 +22,9 @@ from os import PathLike
 from typing import Any
 
 REDACTED = "***"
-SECRET_KEY = re.compile(r"api_key|token|secret|password", re.IGNORECASE)
-"""A setting whose name matches holds a credential (``api_key``, ``hf_token``, ``Auth_Token``...)."""
+SECRET_KEY = re.compile(r"api_key|token(?!s)|secret|password", re.IGNORECASE)
+"""A setting whose name matches holds a credential (``api_key``, ``hf_token``, ``Auth_Token``...);
+names in the plural, ``max_tokens``, ``text_tokens``, count tokens and are kept."""
 NOT_SECRET = frozenset({"api_key_env"})
 """Names that match :data:`SECRET_KEY` but hold no secret: ``api_key_env`` names the
 environment variable the key is read from (a resumed run needs it)."""
