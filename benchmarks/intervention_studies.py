@@ -36,16 +36,48 @@ def run(name: str, scale: str, root: Path) -> dict:
     result = run_study(name, out, scale=scale, progress=False)
     info = json.loads((out / "study.json").read_text())
     effects = json.loads((out / "effects.json").read_text())
-    llm = {"requests": 0, "fallbacks": 0, "prompt_tokens": 0, "completion_tokens": 0}
     manifest = json.loads((out / "sweep.json").read_text())
-    for job in manifest["jobs"]:
-        summary = json.loads((out / job["out"] / "summary.json").read_text())
-        for key in llm:
-            llm[key] += int((summary.get("llm") or {}).get(key, 0))
+    llm = llm_usage(out)
     return {"out": str(out), "wall_seconds": info["wall_seconds"], "runs": info["runs"], "model": info["model"],
+            "survey_answers": survey_answers(out),
             "machine": info["machine"], "replicates": len({j["replicate"] for j in manifest["jobs"]}),
             "fork_at": manifest["jobs"][-1].get("fork_at"), "llm": llm, "effects": effects["effects"],
             "verdicts": effects["verdicts"], "problems": result.get("problems", [])}
+
+
+def llm_usage(out: Path) -> dict[str, int]:
+    """The LLM requests and tokens the study's runs sent, and their fallbacks. A fork's summary
+    counts the rounds it shares with its origin too (its usage log starts as the origin's):
+    those are taken off with the cumulative counts of network.csv at the fork's round."""
+    import csv
+
+    usage = {"requests": 0, "fallbacks": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    columns = {"requests": "llm_calls", "prompt_tokens": "prompt_tokens", "completion_tokens": "completion_tokens"}
+    for job in json.loads((Path(out) / "sweep.json").read_text())["jobs"]:
+        run = Path(out) / job["out"]
+        llm = json.loads((run / "summary.json").read_text()).get("llm") or {}
+        shared = dict.fromkeys(columns, 0)
+        if job.get("fork_from"):
+            with open(run / "network.csv", newline="") as f:
+                row = next(r for r in csv.DictReader(f) if int(r["round"]) == job["fork_at"])
+            shared = {k: int(float(row[c])) for k, c in columns.items()}
+        for key in usage:
+            usage[key] += int(llm.get(key, 0)) - shared.get(key, 0)
+    return usage
+
+
+def survey_answers(out: Path) -> dict[str, list]:
+    """Every distinct numeric answer of each survey item over the study's runs (how much the
+    agents' answers vary at all)."""
+    import csv
+
+    seen: dict[str, set] = {}
+    for path in sorted(Path(out).glob("runs/*/rep_*/surveys.csv")):
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["status"] == "ok" and row["scale"] != "text":
+                    seen.setdefault(f"{row['survey']}.{row['item']}", set()).add(int(row["answer"]))
+    return {k: sorted(v) for k, v in sorted(seen.items())}
 
 
 def _num(x) -> str:
@@ -61,17 +93,15 @@ def _interval(e: dict) -> str:
 def section(results: dict) -> str:
     lines = ["Measured by `benchmarks/intervention_studies.py` (the numbers below are written by it from "
              "`benchmarks/results_intervention_studies.json`).", ""]
-    lines += ["| study | agents | runs | replicates | forked after round | wall time | LLM requests | "
-              "fallbacks | machine |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| study | agents | runs | replicates | forked after round | wall time | LLM requests sent | "
+              "fallbacks | machine | survey answers given |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name in STUDY_NAMES:
         for scale, r in sorted(results.get(name, {}).items()):
             who = "scripted" if scale == "scripted" else r["model"]
-            lines.append(f"| {name} | {who} | {r['runs']} | {r['replicates']} | {r['fork_at']} | "
-                         f"{r['wall_seconds'] / 60:.1f} min | {r['llm']['requests']} | {r['llm']['fallbacks']} | "
-                         f"{r['machine']} |" if r["wall_seconds"] >= 120 else
-                         f"| {name} | {who} | {r['runs']} | {r['replicates']} | {r['fork_at']} | "
-                         f"{r['wall_seconds']:.0f} s | {r['llm']['requests']} | {r['llm']['fallbacks']} | "
-                         f"{r['machine']} |")
+            wall = f"{r['wall_seconds'] / 60:.1f} min" if r["wall_seconds"] >= 120 else f"{r['wall_seconds']:.0f} s"
+            answers = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in r.get("survey_answers", {}).items())
+            lines.append(f"| {name} | {who} | {r['runs']} | {r['replicates']} | {r['fork_at']} | {wall} | "
+                         f"{r['llm']['requests']} | {r['llm']['fallbacks']} | {r['machine']} | {answers or 'n/a'} |")
     for name in STUDY_NAMES:
         for scale, r in sorted(results.get(name, {}).items()):
             lines += ["", f"**{name}, {scale}** — expectations:", "",
