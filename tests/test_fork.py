@@ -291,3 +291,10 @@ def test_an_api_key_is_no_change_and_never_written():
     # token counts are settings: a change of them takes effect and is named
     cfg, changes = fork_config(base, load_config({**data, "llm": {**data["llm"], "max_tokens": 99}}), 3)
     assert changes == ["llm.max_tokens: 512 -> 99"] and cfg.llm.max_tokens == 99
+
+
+def test_compare_ignores_float_rounding_when_it_names_the_first_difference(tmp_path):
+    _fake_run(tmp_path / "A", 0, {1: [0.30000000000000004, 1], 2: [1, 1]})
+    _fake_run(tmp_path / "B", 0, {1: [0.3, 1], 2: [1, 2]})
+    result = compare(tmp_path / "A", tmp_path / "B")
+    assert result["first_difference"] == {"total": 2}           # round 1 differs by 5.6e-17 only

@@ -83,12 +83,14 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict
         for r in rounds:
             va = [metrics_a[k].get(metric, {}).get(r) for k in pairs]
             vb = [metrics_b[k].get(metric, {}).get(r) for k in pairs]
-            diffs = [y - x for x, y in zip(va, vb) if _finite(x) and _finite(y)]
-            if not diffs:
+            pairs_ab = [(x, y) for x, y in zip(va, vb) if _finite(x) and _finite(y)]
+            if not pairs_ab:
                 continue
+            diffs = [y - x for x, y in pairs_ab]
             mean, low, high, n = mean_ci(diffs)
             rows.append([r, metric, mean_ci(va)[0], mean_ci(vb)[0], mean, low, high, n])
-            if metric not in first and any(d != 0 for d in diffs):
+            # a difference beyond float rounding (the same sums in another order differ by ~1e-16)
+            if metric not in first and any(abs(y - x) > 1e-9 * max(1.0, abs(x), abs(y)) for x, y in pairs_ab):
                 first[metric] = r
     target = Path(out) if out is not None else Path(b) / "compare.csv"
     target.parent.mkdir(parents=True, exist_ok=True)
