@@ -298,3 +298,101 @@ def test_compare_ignores_float_rounding_when_it_names_the_first_difference(tmp_p
     _fake_run(tmp_path / "B", 0, {1: [0.3, 1], 2: [1, 2]})
     result = compare(tmp_path / "A", tmp_path / "B")
     assert result["first_difference"] == {"total": 2}           # round 1 differs by 5.6e-17 only
+
+
+# ---------------------------------------------------------------------------------- review fixes
+def test_a_rerank_only_fork_keeps_the_model_and_equals_the_rerank_intervention(tmp_path):
+    data = {**BASE, "env": {**BASE["env"], "recommender": "topic_affinity"}}
+    run_experiment(load_config(data), tmp_path / "b")
+    steps = "[{kind: random_replacement, n: 1}]"
+    fork_run(tmp_path / "b", 3, tmp_path / "env", overrides=[f"env.rerank={steps}"], progress=False)
+    fork_run(tmp_path / "b", 3, tmp_path / "iv", progress=False,
+             overrides=[f"interventions=[{{kind: rerank, at_round: 4, rerank: {steps}}}]"])
+    for name in SAME:
+        assert (tmp_path / "env" / name).read_bytes() == (tmp_path / "iv" / name).read_bytes(), name
+    changes = json.loads((tmp_path / "env" / "run.json").read_text())["fork"]["changes"]
+    assert changes == ['rerank: [] -> [{"kind":"random_replacement","n":1}] from round 4 (the model is kept)']
+    # the same recommender with new parameters is a new model, and says so
+    fork_run(tmp_path / "b", 3, tmp_path / "kw", overrides=["env.recommender_kwargs={w_like: 2.0}"], progress=False)
+    assert "a new model" in json.loads((tmp_path / "kw" / "run.json").read_text())["fork"]["changes"][0]
+
+
+@pytest.mark.parametrize("override, key", [("llm.tie_scorer=true", "llm.tie_scorer"),
+                                           ("logging.events=false", "logging.events"),
+                                           ("logging.ties=false", "logging.ties")])
+def test_state_like_settings_cannot_change_in_a_fork(base_run, tmp_path, override, key):
+    data = {**BASE, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}} if "llm" in key else BASE
+    from socialgym.experiments.config import fork_config
+
+    with pytest.raises(ConfigError, match=f"{key} cannot change in a fork"):
+        fork_config(load_config(data), load_config(data, [override]), 3)
+
+
+def test_a_whole_config_fork_that_drops_an_env_key_goes_back_to_its_default(tmp_path):
+    from socialgym.experiments.config import fork_config
+
+    data = {**BASE, "env": {**BASE["env"], "half_life": 2.0}}           # the default is 5.0
+    cfg, changes = fork_config(load_config(data), load_config(BASE), 3)
+    assert [dict(s) for s in cfg.interventions] == [{"kind": "param", "at_round": 4, "name": "half_life",
+                                                      "value": 5.0}]
+
+
+def test_a_fork_of_a_fork_before_its_start_keeps_the_forks_own_changes(base_run, tmp_path):
+    first = tmp_path / "first"
+    fork_run(base_run, 4, first, overrides=["env.xi=0.3"], progress=False)
+    fork_run(first, 2, tmp_path / "second", progress=False)
+    cfg = load_config(tmp_path / "second" / "config.yaml")
+    assert [dict(s) for s in cfg.interventions] == [{"kind": "param", "at_round": 5, "name": "xi", "value": 0.3}]
+    assert (tmp_path / "second" / "rounds.csv").read_bytes() == (first / "rounds.csv").read_bytes()
+
+
+def test_compare_means_use_the_same_pairs_as_the_difference(tmp_path):
+    # B's replicate 1 has no round 2: round 2's means and difference all come from replicate 0
+    _fake_run(tmp_path / "A" / "rep_0", 0, {1: [1], 2: [1]})
+    _fake_run(tmp_path / "A" / "rep_1", 1, {1: [1], 2: [9]})
+    _fake_run(tmp_path / "B" / "rep_0", 0, {1: [1], 2: [2]})
+    _fake_run(tmp_path / "B" / "rep_1", 1, {1: [1]})
+    compare(tmp_path / "A", tmp_path / "B", tmp_path / "c.csv")
+    row = next(x.split(",") for x in (tmp_path / "c.csv").read_text().splitlines() if x.startswith("2,total,"))
+    assert [float(v) for v in row[2:5]] == [1.0, 2.0, 1.0] and row[7] == "1"
+
+
+def test_a_killed_link_of_the_last_snapshot_is_made_on_resume(base_run, tmp_path):
+    import shutil
+
+    from socialgym.experiments import resume_experiment
+    from socialgym.experiments.checkpoint import read_checkpoint
+
+    copy = tmp_path / "copy"
+    shutil.copytree(base_run, copy)
+    snapshot_path(copy, 6).unlink()               # as if killed between the checkpoint's rename and its link
+    resume_experiment(copy, progress=False)
+    assert read_checkpoint(snapshot_path(copy, 6))["round"] == 6
+
+
+def test_an_inline_api_key_cannot_reach_the_forks_of_a_sweep():
+    data = {**SWEEP, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "sk-x"}}
+    with pytest.raises(ConfigError, match="inline llm.api_key is never written to disk"):
+        load_config(data)
+
+
+def test_compare_sweep_skips_a_condition_without_runs(tmp_path):
+    from socialgym.experiments.sweep import compare_sweep
+
+    root = tmp_path / "s"
+    _fake_run(root / "runs" / "c00" / "rep_0", 0, {1: [1, 1]})
+    _fake_run(root / "runs" / "c01" / "rep_0", 0, {1: [2, 2]})
+    (root / "runs" / "c02").mkdir(parents=True)               # every run of it failed before it started
+    jobs = [{"condition_id": c, "replicate": 0, "out": f"runs/{c}/rep_0"} for c in ("c00", "c01", "c02")]
+    (root / "sweep.json").write_text(json.dumps({"jobs": jobs}))
+    results = compare_sweep(root)
+    assert [Path(r["csv"]).name for r in results] == ["c01.csv"]
+
+
+def test_a_missing_api_key_names_the_variable(tmp_path, monkeypatch):
+    from socialgym.experiments.runner import open_run_client
+
+    monkeypatch.delenv("MY_KEY", raising=False)
+    cfg = load_config({**BASE, "llm": {"base_url": "https://example.invalid/v1", "model": "m", "api_key_env": "MY_KEY"}})
+    with pytest.raises(RunError, match="set the environment variable MY_KEY"):
+        open_run_client(cfg, 0, tmp_path / "log", None)

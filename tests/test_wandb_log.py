@@ -174,7 +174,8 @@ def test_sanitize_config_is_recursive():
            "hf_token": "z", "db": {"client_secret": "s"}}
     assert sanitize_config(raw) == {"a": 1, "llm": {"model": "m", "list": [{"b": 2}]}, "db": {}}
     # counts of tokens are settings, not credentials
-    counts = {"llm": {"max_tokens": 64}, "params": {"text_tokens": 38, "plan_tokens": 90, "Auth_Token": "t"}}
+    counts = {"llm": {"max_tokens": 64}, "params": {"text_tokens": 38, "plan_tokens": 90, "Auth_Token": "t",
+                                                    "hf_tokens": ["t1"], "tokenizer": "x"}}
     assert sanitize_config(counts) == {"llm": {"max_tokens": 64}, "params": {"text_tokens": 38, "plan_tokens": 90}}
 
 

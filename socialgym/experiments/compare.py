@@ -88,7 +88,8 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict
                 continue
             diffs = [y - x for x, y in pairs_ab]
             mean, low, high, n = mean_ci(diffs)
-            rows.append([r, metric, mean_ci(va)[0], mean_ci(vb)[0], mean, low, high, n])
+            rows.append([r, metric, mean_ci([x for x, _ in pairs_ab])[0], mean_ci([y for _, y in pairs_ab])[0],
+                         mean, low, high, n])          # both means over the pairs the difference uses
             # a difference beyond float rounding (the same sums in another order differ by ~1e-16)
             if metric not in first and any(abs(y - x) > 1e-9 * max(1.0, abs(x), abs(y)) for x, y in pairs_ab):
                 first[metric] = r

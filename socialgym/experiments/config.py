@@ -637,6 +637,9 @@ def _check_forks(cfg: ExperimentConfig, cells: list) -> None:
                           f"got {cfg.run.fork_at}")
     if not cfg.run.checkpoint or not cfg.run.snapshots:
         raise ConfigError("run.fork_at needs run.checkpoint and run.snapshots on (forks start from a snapshot)")
+    if cfg.llm is not None and cfg.llm.api_key:
+        raise ConfigError("run.fork_at: an inline llm.api_key is never written to disk, so the forks could not "
+                          "use it; put the key in the environment variable named by llm.api_key_env")
     if len(cells) > 1:
         for assignment, cell in zip(grid(cfg)[1:], cells[1:]):
             try:
@@ -1185,6 +1188,11 @@ def fork_config(base: ExperimentConfig, target: ExperimentConfig, at_round: int)
     out = {k: v for k, v in old.items()}
     changes: list[str] = []
     later: list[dict] = []                                          # interventions at t+1
+    if bool((old.get("llm") or {}).get("tie_scorer")) != bool((new.get("llm") or {}).get("tie_scorer")):
+        raise ConfigError(_fork_cannot("llm.tie_scorer", at_round))        # the env's scorer is in the snapshot
+    for key in ("events", "ties", "transcripts"):     # the fork continues the original's files
+        if (old.get("logging") or {}).get(key) != (new.get("logging") or {}).get(key):
+            raise ConfigError(_fork_cannot(f"logging.{key}", at_round))
     for section in FORK_TAKES_EFFECT:
         if old.get(section) != new.get(section):
             out[section] = new.get(section)
@@ -1205,20 +1213,25 @@ def fork_config(base: ExperimentConfig, target: ExperimentConfig, at_round: int)
             continue
         if key not in FORK_RUNTIME_ENV:
             raise ConfigError(_fork_cannot(f"env.{key}", at_round))
-        later.append({"kind": "param", "at_round": first, "name": key, "value": env_new[key]})
+        later.append({"kind": "param", "at_round": first, "name": key, "value": env_new.get(key, _fork_default(key))})
         changes.append(f"env.{key}: {_fork_short(env_old.get(key, _fork_default(key)))} -> "
                        f"{_fork_short(env_new.get(key))} from round {first}")
-    if any(env_old.get(k) != env_new.get(k) for k in FORK_RECOMMENDER_ENV):
-        spec = {"kind": "recommender", "at_round": first,
-                "recommender": env_new.get("recommender", FeedConfig.recommender)}
-        if env_new.get("recommender_kwargs"):
-            spec["params"] = env_new["recommender_kwargs"]
+    model_old = (env_old.get("recommender", FeedConfig.recommender), env_old.get("recommender_kwargs") or {})
+    model_new = (env_new.get("recommender", FeedConfig.recommender), env_new.get("recommender_kwargs") or {})
+    if model_old != model_new:          # another model: it starts afresh (a recommender intervention)
+        spec = {"kind": "recommender", "at_round": first, "recommender": model_new[0]}
+        if model_new[1]:
+            spec["params"] = model_new[1]
         if env_new.get("rerank"):
             spec["rerank"] = env_new["rerank"]
         later.append(spec)
-        changes.append(f"recommender: {_fork_short(env_old.get('recommender', FeedConfig.recommender))} -> "
-                       f"{_fork_short(spec['recommender'])}{' with re-ranking' if spec.get('rerank') else ''} "
-                       f"from round {first}")
+        changes.append(f"recommender: {_fork_short(model_old[0])} -> {_fork_short(model_new[0])}"
+                       f"{' ' + _fork_short(model_new[1]) if model_new[1] else ''}, a new model"
+                       f"{' with re-ranking' if spec.get('rerank') else ''}, from round {first}")
+    elif (env_old.get("rerank") or []) != (env_new.get("rerank") or []):    # the same model, re-ranked anew
+        later.append({"kind": "rerank", "at_round": first, "rerank": env_new.get("rerank") or []})
+        changes.append(f"rerank: {_fork_short(env_old.get('rerank') or [])} -> "
+                       f"{_fork_short(env_new.get('rerank') or [])} from round {first} (the model is kept)")
     later += _coach_changes(base, target, first, changes)
     for key in old:
         if key not in (*FORK_TAKES_EFFECT, *FORK_SCHEDULED, "env", "policy") and old.get(key) != new.get(key):

@@ -72,8 +72,14 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
     if not snapshot_path(src, at_round).is_file():
         origin = meta.get("fork") or {}
         if isinstance(origin, dict) and isinstance(origin.get("at_round"), int) and at_round < origin["at_round"]:
-            # rounds before a fork's start are its origin's: fork from there
-            return fork_run(origin["of"], at_round, out, overrides=overrides, config=config, condition=condition,
+            # rounds before a fork's start are its origin's: fork from there, with this fork's config
+            # (its own changes start after at_round, so the origin accepts them)
+            if config is None:
+                try:
+                    config = load_config(src / "config.yaml", list(overrides))
+                except ConfigError as exc:
+                    raise RunError(f"fork: {exc}") from None
+            return fork_run(origin["of"], at_round, out, config=config, condition=condition,
                             replicate=replicate, trust=trust, resume=resume, progress=progress)
     state = load_snapshot(src, at_round, trust=trust)
     if not state["env"].agents:

@@ -66,11 +66,12 @@ class RunRecorder:
         self._hashes: dict[str, Any] = {}
         self._hashed: dict[str, int] = {}
         self.tie_digests: dict[str, str] = dict(tie_digests or {})
+        self._writes = {"events.jsonl": events, "transcripts.jsonl": transcripts, "surveys.csv": surveys,
+                        "interviews.jsonl": surveys}
         for name in TEXT_FILES:
-            if name == "events.jsonl" and not events or name == "transcripts.jsonl" and not transcripts \
-                    or name in ("surveys.csv", "interviews.jsonl") and not surveys:
-                continue
             path = self.out / name
+            if not self._writes.get(name, True) and not (path.exists() and path.stat().st_size):
+                continue           # off and never written; one with rounds in it (a fork's copy) stays tracked
             fresh = not path.exists() or path.stat().st_size == 0
             self._hashes[name], self._hashed[name] = _file_digest(path)
             self._files[name] = open(path, "a", newline="", encoding="utf-8")
@@ -84,13 +85,13 @@ class RunRecorder:
     def transcript_line(self, entry: Mapping) -> None:
         """One LLM request (called from the client's loop thread; one line per call)."""
         f = self._files.get("transcripts.jsonl")
-        if f is not None:
+        if f is not None and self.transcripts:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def event(self, entry: Mapping) -> None:
         """One extra line of events.jsonl (e.g. an applied intervention), when events are kept."""
         f = self._files.get("events.jsonl")
-        if f is not None:
+        if f is not None and self.events:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def record_survey(self, rows: Sequence[Mapping], interviews: Sequence[Mapping]) -> None:

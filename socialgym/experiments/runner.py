@@ -163,6 +163,8 @@ class _RunExecution:
         self._files: dict | None = None
 
     def execute(self, checkpoint: dict | None) -> dict:
+        if checkpoint is not None and self.cfg.run.snapshots and not snapshot_path(self.out, checkpoint["round"]).exists():
+            keep_snapshot(self.out, checkpoint["round"])     # killed between the checkpoint and its link
         if checkpoint is not None and not checkpoint["env"].agents:
             return self._complete(checkpoint)
         try:
@@ -196,8 +198,6 @@ class _RunExecution:
                     client.load_state_dict(checkpoint["llm"])
                 done_rounds, seconds = checkpoint["round"], checkpoint["seconds"]
                 surveys = checkpoint.get("surveys")
-                if cfg.run.snapshots and not snapshot_path(out, done_rounds).exists():
-                    keep_snapshot(out, done_rounds)     # killed between the checkpoint and its link
             if cfg.surveys:
                 from socialgym.experiments.surveys import Surveys
                 specs = [thaw(s) for s in cfg.surveys]
@@ -541,9 +541,16 @@ def fallback_share(usage) -> float:
 def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: Path | None):
     """A context manager giving the LLM client of a run with ``cfg``'s llm settings (no
     ``base_url``: the embedded model, served until the context ends)."""
+    import os
+
     from socialgym.llm import open_client
 
     llm = cfg.llm or LLMConfig()
+    if llm.base_url is not None and not llm.api_key and not os.environ.get(llm.api_key_env):
+        from socialgym.llm.client import _is_loopback
+        if not _is_loopback(llm.base_url):        # say which variable, before anything starts
+            raise RunError(f"llm: no API key for {llm.base_url}: set the environment variable {llm.api_key_env} "
+                           "(llm.api_key_env names it)")
     return open_client(
         llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
         server_log=server_log, max_concurrency=llm.max_concurrency, timeout=llm.timeout,

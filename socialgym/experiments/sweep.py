@@ -380,8 +380,13 @@ def compare_sweep(directory: str | Path) -> list[dict]:
     if len(conditions) < 2:
         raise RunError(f"{root} has {len(conditions)} condition(s): nothing to compare")
     control = conditions[0]
-    return [compare(root / "runs" / control, root / "runs" / cid, root / "compare" / f"{cid}.csv")
-            for cid in conditions[1:]]
+    results = []
+    for cid in conditions[1:]:
+        try:
+            results.append(compare(root / "runs" / control, root / "runs" / cid, root / "compare" / f"{cid}.csv"))
+        except RunError as exc:                 # e.g. every run of the condition failed: the others still
+            _say(f"sweep: no comparison of {cid} with {control}: {exc}")    # compare, the failure is reported
+    return results
 
 
 def _plots(folder: Path, values: dict) -> None:

@@ -22,12 +22,13 @@ from os import PathLike
 from typing import Any
 
 REDACTED = "***"
-SECRET_KEY = re.compile(r"api_key|token(?!s)|secret|password", re.IGNORECASE)
-"""A setting whose name matches holds a credential (``api_key``, ``hf_token``, ``Auth_Token``...);
-names in the plural, ``max_tokens``, ``text_tokens``, count tokens and are kept."""
-NOT_SECRET = frozenset({"api_key_env"})
+SECRET_KEY = re.compile(r"api_key|token|secret|password", re.IGNORECASE)
+"""A setting whose name matches holds a credential (``api_key``, ``hf_token``, ``Auth_Token``...)."""
+NOT_SECRET = frozenset({"api_key_env", "max_tokens", "text_tokens", "plan_tokens", "vote_tokens", "prompt_tokens",
+                        "completion_tokens"})
 """Names that match :data:`SECRET_KEY` but hold no secret: ``api_key_env`` names the
-environment variable the key is read from (a resumed run needs it)."""
+environment variable the key is read from (a resumed run needs it); the others count tokens
+(``llm.max_tokens``, the LLM policy's limits, usage)."""
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s\"'`,;]+")
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
