@@ -223,11 +223,12 @@ def test_survey_config_errors_are_one_line():
 
 def test_the_report_plots_the_survey_means_and_names_the_fork(tmp_path):
     from socialgym.experiments.fork import fork_run
-    from socialgym.experiments.report import _survey_means, _load, build_report
+    from socialgym.experiments.recorder import survey_means
+    from socialgym.experiments.report import build_report
 
     run_experiment(load_config(SCRIPTED), tmp_path / "s")
     fork_run(tmp_path / "s", 4, tmp_path / "f", overrides=["env.xi=0.3"], progress=False)
-    means = _survey_means(_load(tmp_path / "f"))
+    means = survey_means(tmp_path / "f" / "surveys.csv")
     rows = table(tmp_path / "f")
     for r in (3, 6):
         answers = [int(x["answer"]) for x in rows if x["round"] == str(r) and x["survey"] == "stance"]

@@ -25,7 +25,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.experiments.files import read_csv, read_json, read_records, to_float, write_csv
+from socialgym.experiments.files import read_csv, read_json, to_float, write_csv
+from socialgym.experiments.recorder import survey_means
 from socialgym.experiments.runner import RunError
 
 REWARD_METRICS = (*REWARD_NAMES, "total")
@@ -168,14 +169,8 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
         if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
             continue                             # the key, or a text column
         metrics[column] = {int(rec["round"]): to_float(c) for rec, c in zip(records, cells)}
-    if (run / "surveys.csv").is_file():
-        answers: dict[str, dict[int, list[float]]] = {}
-        for rec in read_records(run / "surveys.csv"):
-            if rec.get("status") == "ok" and rec.get("scale") != "text":
-                answers.setdefault(f"survey:{rec['survey']}.{rec['item']}", {}).setdefault(
-                    int(rec["round"]), []).append(to_float(rec["answer"]))
-        for metric, by_round in answers.items():
-            metrics[metric] = {r: float(np.mean(v)) for r, v in by_round.items()}
+    for key, (_, by_round, _) in survey_means(run / "surveys.csv").items():
+        metrics[f"survey:{key}"] = by_round
     return metrics
 
 

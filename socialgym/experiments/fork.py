@@ -37,7 +37,6 @@ read (no cache, log or file is written there).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sqlite3
@@ -51,7 +50,7 @@ from socialgym.experiments.config import (ConfigError, ExperimentConfig, dump_ya
                                          load_config, to_dict)
 from socialgym.experiments.files import read_json
 from socialgym.experiments.recorder import verify_outputs
-from socialgym.experiments.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, resume_experiment
+from socialgym.experiments.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, config_digest, resume_experiment
 
 
 # ---------------------------------------------------------------------------------- forking
@@ -109,7 +108,7 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
     (out / "run.json").write_text(json.dumps(fork_meta, indent=1, default=str) + "\n")
     dump_yaml(cfg, out / "config.yaml")
     state = {**state, "run_id": fork_meta["run_id"], "config": to_dict(cfg),
-             "config_sha256": hashlib.sha256((out / "config.yaml").read_bytes()).hexdigest()}
+             "config_sha256": config_digest(out / "config.yaml")}
     write_checkpoint(out / CHECKPOINT, state)
     if cfg.run.snapshots:
         keep_snapshot(out, at_round)

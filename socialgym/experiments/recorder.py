@@ -204,6 +204,29 @@ class RunRecorder:
         self._files = {}
 
 
+def survey_means(path: Path) -> dict[str, tuple[str, dict[int, float], int]]:
+    """surveys.csv read back: ``"<survey>.<item>"`` -> (scale, {round: mean numeric answer}, number
+    of answers), over the agents that answered (status ok); free-text items and cells that are
+    no number are left out (the report, sweeps and ``compare`` read answers through this)."""
+    sums: dict[str, dict[int, list[float]]] = {}
+    scales: dict[str, str] = {}
+    if not Path(path).is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        for row in csv.DictReader(f):
+            try:
+                r, value = int(row.get("round") or ""), float(row.get("answer") or "")
+            except ValueError:
+                continue
+            if row.get("status") != "ok" or row.get("scale") == "text" or not math.isfinite(value):
+                continue
+            key = f"{row.get('survey')}.{row.get('item')}"
+            scales[key] = str(row.get("scale"))
+            sums.setdefault(key, {}).setdefault(r, []).append(value)
+    return {k: (scales[k], {r: float(np.mean(v)) for r, v in by_round.items()}, sum(map(len, by_round.values())))
+            for k, by_round in sums.items()}
+
+
 def truncate_outputs(out: Path, sizes: Mapping[str, int], rounds_done: int) -> None:
     """Cut the run's files back to a checkpoint: text files to their recorded sizes, tie
     matrices of later rounds deleted (an empty ``sizes`` means: nothing was completed)."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from socialgym.experiments.files import read_csv, read_jsonl, to_float
 from socialgym.experiments.plotting import figure, save
-from socialgym.experiments.recorder import REWARD_COLUMNS
+from socialgym.experiments.recorder import REWARD_COLUMNS, survey_means
 
 # network.png panels; the cocoon metrics are NaN until a feed was shown, so they are drawn only
 # when they hold at least one number
@@ -287,27 +287,6 @@ def _plot_rewards(run: _LoadedRun, path: Path) -> None:
     _integer_rounds(ax, rounds, run.interventions)
     ax.legend(loc="best", fontsize="small", ncols=2)
     save(fig, path)
-
-
-def _survey_means(run: _LoadedRun) -> dict[str, tuple[str, dict[int, float], int]]:
-    """surveys.csv: "survey.item" -> (scale, {round: mean numeric answer}, answers) over the
-    agents that answered (status ok); free-text items are left out."""
-    path = run.path / "surveys.csv"
-    if not path.is_file():
-        return {}
-    cols = _read_csv(path)
-    sums: dict[str, dict[int, list[float]]] = {}
-    scales: dict[str, str] = {}
-    for r, survey, item, scale, answer, status in zip(*(cols.get(k, []) for k in (
-            "round", "survey", "item", "scale", "answer", "status"))):
-        value = _floats([answer])[0]
-        if status != "ok" or scale == "text" or not np.isfinite(value) or not r.isdigit():
-            continue
-        key = f"{survey}.{item}"
-        scales[key] = scale
-        sums.setdefault(key, {}).setdefault(int(r), []).append(float(value))
-    return {k: (scales[k], {r: float(np.mean(v)) for r, v in by_round.items()},
-                sum(len(v) for v in by_round.values())) for k, by_round in sums.items()}
 
 
 def _plot_surveys(run: _LoadedRun, path: Path, means: dict) -> None:
@@ -714,7 +693,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
         figures.append((plots / "rewards_by_group.png", "mean reward per round of each group "
                         "of agents, one panel per component."))
 
-    surveys = _survey_means(run)
+    surveys = survey_means(run.path / "surveys.csv")
     if surveys:
         _plot_surveys(run, plots / "surveys.png", surveys)
         figures.append((plots / "surveys.png", "mean numeric answer per survey item and round, over the agents "

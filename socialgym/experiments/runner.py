@@ -105,7 +105,8 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
     return _RunExecution(cfg, out, meta, progress).execute(checkpoint=checkpoint)
 
 
-def _config_digest(path: Path) -> str:
+def config_digest(path: Path) -> str:
+    """SHA-256 of a run's config.yaml as the checkpoint records it."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -116,7 +117,7 @@ def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: 
     if checkpoint.get("run_id") != meta.get("run_id"):
         raise RunError(f"{out / CHECKPOINT} belongs to another run (run id {checkpoint.get('run_id')}, "
                        f"{out / 'run.json'} says {meta.get('run_id')}): it was copied from elsewhere")
-    if checkpoint.get("config_sha256") != _config_digest(out / "config.yaml"):
+    if checkpoint.get("config_sha256") != config_digest(out / "config.yaml"):
         old, new = _flatten(checkpoint.get("config") or {}), _flatten(to_dict(cfg))
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
@@ -130,7 +131,7 @@ def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: 
               file=sys.stderr)
         meta.setdefault("config_changes", []).append({"round": checkpoint.get("round"), "keys": changed})
         (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-        checkpoint["config_sha256"] = _config_digest(out / "config.yaml")
+        checkpoint["config_sha256"] = config_digest(out / "config.yaml")
     try:
         verify_outputs(out, checkpoint["sizes"], checkpoint["digests"])
         for name, digest in checkpoint.get("files", {}).items():
@@ -429,7 +430,7 @@ class _RunExecution:
             self._files = {name: hashlib.sha256((self.out / name).read_bytes()).hexdigest()
                            for name in ("personas.json",) if (self.out / name).exists()}
         state = {"version": CHECKPOINT_VERSION, "run_id": self.meta.get("run_id"),
-                 "config_sha256": _config_digest(self.out / "config.yaml"), "config": to_dict(self.cfg),
+                 "config_sha256": config_digest(self.out / "config.yaml"), "config": to_dict(self.cfg),
                  "round": r, "env": env, "policy": policy, "obs": obs,
                  "table": table, "llm": client.state_dict() if client is not None else None,
                  "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds,
