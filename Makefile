@@ -66,7 +66,7 @@ bench-llm: install wordlist
 
 ## cocoon: the information-cocoon experiment (plots and results.json in runs/cocoon)
 cocoon: install
-	$(BIN)/python -m socialgym.experiments.cocoon --out runs/cocoon
+	$(BIN)/python -m socialgym.experiments.studies.cocoon --out runs/cocoon
 
 ## moderation: the six LLM moderation strategies in synthetic discussions (embedded model; runs/moderation)
 moderation: install
@@ -87,7 +87,7 @@ reproduction: install
 ## train: PPO with parameter sharing on the mixed task (runs/ppo), then random/greedy/PPO evaluation
 train: install
 	$(BIN)/python -m socialgym.baselines.ppo --task mixed --out runs/ppo
-	$(BIN)/python -m socialgym.experiments.evaluate --model runs/ppo/model.pt --episodes 10
+	$(BIN)/python -m socialgym.experiments.analysis.evaluate --model runs/ppo/model.pt --episodes 10
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/intervention_studies.py --docs-only     # rewrite the docs from the results file
 
 Each study runs through ``socialgym study NAME --scale SCALE --out runs/studies/NAME-SCALE``
-(``socialgym.experiments.fork_study``); its wall time, runs, model and machine (study.json),
+(``socialgym.experiments.studies.fork_studies``); its wall time, runs, model and machine (study.json),
 its LLM usage (every run's summary.json) and its effects and verdicts (effects.json) go into
 ``benchmarks/results_intervention_studies.json`` under ``NAME/SCALE``, and from there into the
 section ``intervention-studies`` of docs/experiments.md.
@@ -29,7 +29,7 @@ STUDY_NAMES = ("soc-strategy", "misinformation")
 def run(name: str, scale: str, root: Path) -> dict:
     import shutil
 
-    from socialgym.experiments.study import run_study
+    from socialgym.experiments.studies.ties_coach import run_study
 
     out = root / f"{name}-{scale}"
     shutil.rmtree(out, ignore_errors=True)          # a fresh run: its wall time is the study's time

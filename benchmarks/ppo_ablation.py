@@ -6,7 +6,7 @@
 Every variant trains with the default ``Args`` of socialgym/baselines/ppo.py except the one
 change it names, for the same number of iterations (``--iterations``, fewer than the default
 500 so the table stays affordable), then plays ``--episodes`` held-out episodes (seeds 10000…)
-through ``socialgym.experiments.evaluate.evaluate``. "Before issue 18" combines every change at
+through ``socialgym.experiments.analysis.evaluate.evaluate``. "Before issue 18" combines every change at
 once: selfish rewards, no normalisation, a constant step size of 3e-4, four environments per
 iteration, the old discounts and entropy weight (its recipient head still addresses peers by
 observation, which the old network did by index). Writes ``benchmarks/results_ppo_ablation.json``
@@ -44,14 +44,15 @@ VARIANTS: dict[str, dict] = {
 
 def run(name: str, change: dict, iterations: int, episodes: int, seed: int, out: Path) -> dict:
     from socialgym.baselines import ppo
-    from socialgym.experiments.evaluate import evaluate
+    from socialgym.baselines.torch_policy import TorchPolicy
+    from socialgym.experiments.analysis.evaluate import evaluate
 
     args = dataclasses.replace(ppo.Args(task="mixed", iterations=iterations, eval_every=0,
                                         out=str(out / name.split(" (")[0].replace(" ", "-"))), **change)
     start = time.perf_counter()
     ppo.train(args, progress=False)
     seconds = time.perf_counter() - start
-    row = evaluate({"ppo": lambda: ppo.TorchPolicy.load(Path(args.out) / "model.pt", seed=seed)},
+    row = evaluate({"ppo": lambda: TorchPolicy.load(Path(args.out) / "model.pt", seed=seed)},
                    ppo.task_of(args).id, episodes=episodes, seed=seed)[0]
     return {"variant": name, "change": change, "iterations": iterations, "episodes_trained": iterations * args.num_envs,
             "train_seconds": round(seconds, 1), "return_mean": row["total"], "return_ci95": row["total_ci95"],
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"written to {write_section('training.md', 'training-ablation', markdown(json.loads(args.out.read_text())))}")
         return 0
     from socialgym.baselines import GreedyPolicy, RandomPolicy
-    from socialgym.experiments.evaluate import evaluate
+    from socialgym.experiments.analysis.evaluate import evaluate
 
     start = time.perf_counter()
     chosen = list(VARIANTS.items())

@@ -2090,7 +2090,7 @@ def same_outputs(a: Path, b: Path) -> str | None:
 
 
 def _write_signed(path: Path, state: Any, key_file: Path | None = None) -> None:
-    from socialgym.experiments.checkpoint import write_checkpoint
+    from socialgym.experiments.run.checkpoint import write_checkpoint
     old = os.environ.get("SOCIALGYM_KEY_FILE")
     if key_file is not None:
         os.environ["SOCIALGYM_KEY_FILE"] = str(key_file)
@@ -2222,12 +2222,12 @@ def _hostile_signed_by_other(d: Path, ctx: Ctx, mark: Path) -> None:
 
 
 def _hostile_magic(d: Path, ctx: Ctx, mark: Path) -> None:
-    from socialgym.experiments.checkpoint import MAGIC
+    from socialgym.experiments.run.checkpoint import MAGIC
     (d / "checkpoint.pkl").write_bytes(MAGIC + b"0" * 64 + b"\n" + hostile_pickle(mark))
 
 
 def _signed_by_colleague(d: Path, ctx: Ctx, mark: Path) -> None:
-    from socialgym.experiments.checkpoint import read_checkpoint
+    from socialgym.experiments.run.checkpoint import read_checkpoint
     state = read_checkpoint(d / "checkpoint.pkl")
     _write_signed(d / "checkpoint.pkl", state, key_file=ctx.root / "colleague.key")
 
@@ -2422,7 +2422,7 @@ def torch_group_case(kind: str):
 
 def evaluate_case(kind: str):
     def run(ctx: Ctx) -> tuple[str, str]:
-        from socialgym.experiments import evaluate
+        from socialgym.experiments.analysis import evaluate
         folder = ctx.workdir("eval")
         mark = ctx.marker("eval")
         model = folder / "model.pt"
@@ -2451,7 +2451,7 @@ for _kind in MODEL_KINDS:
 
 
 def _read_model_direct(ctx: Ctx) -> tuple[str, str]:
-    from socialgym.baselines.ppo import read_model_file
+    from socialgym.baselines.torch_policy import read_model_file
     folder = ctx.workdir("model")
     mark = ctx.marker("direct")
     model = folder / "model.pt"

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/tasks.py --sizes small --episodes 5 --no-docs
 
 Per task and policy (random, greedy, PPO): one fresh policy plays ``--episodes`` episodes on the
-held-out seeds ``--seed .. --seed+episodes-1`` through ``socialgym.experiments.evaluate.evaluate``
+held-out seeds ``--seed .. --seed+episodes-1`` through ``socialgym.experiments.analysis.evaluate.evaluate``
 (training uses seeds at or above 2**20, its in-training evaluation 20000...). An agent's
 episode return is its λ-weighted total summed over rounds, with the episode's λ (one-hot for a
 single-reward task, the reset's draw for ``mixed``); the mean over agents is one sample per
@@ -57,7 +57,7 @@ def make_policy(name: str, seed: int, model: Path | None = None, client=None):
         from socialgym.agents.demo import COMPACT_POLICY
         return LLMPolicy(client, **COMPACT_POLICY, seed=seed)
     if name == "ppo":
-        from socialgym.baselines.ppo import TorchPolicy
+        from socialgym.baselines.torch_policy import TorchPolicy
         return TorchPolicy.load(model, seed=seed)
     return {"random": RandomPolicy, "greedy": GreedyPolicy}[name](seed=seed)
 
@@ -66,7 +66,7 @@ def measure(task_id: str, policy: str, episodes: int, seed: int, model: Path | N
             overrides: dict | None = None, client=None) -> dict:
     """Mean episode return per agent (and per component) of ``policy`` on ``task_id`` (with
     FeedConfig ``overrides``, e.g. another population size)."""
-    from socialgym.experiments.evaluate import evaluate
+    from socialgym.experiments.analysis.evaluate import evaluate
     from socialgym.config import REWARD_NAMES
 
     start = time.perf_counter()
@@ -86,7 +86,7 @@ rising at 500, just under greedy's, and passed it at about 800 (its train_log.cs
 def measure_llm(objectives: list[str], episodes: int, seed: int) -> list[dict]:
     """The LLM policy on the embedded model (one request at a time), per small task; each row
     also records the requests made and the share of LLM tasks that fell back."""
-    from socialgym.experiments.runner import fallback_share
+    from socialgym.experiments.run.runner import fallback_share
     from socialgym.llm import open_client
     from socialgym.tasks import task_id
 
@@ -319,7 +319,7 @@ def mixed_markdown(data: dict) -> str:
 
 
 def curve(directory: Path, out_png: Path, lines_at: dict[str, float], title: str) -> None:
-    from socialgym.experiments.plotting import figure, save
+    from socialgym.experiments.analysis.plotting import figure, save
 
     rows = read_log(directory)
     fig = figure(7, 4)

@@ -23,6 +23,7 @@ from pathlib import Path
 from socialgym.agents.demo import COMPACT_POLICY
 from socialgym.llm.text import GENERATION_MODES
 from socialgym.platform.actions import CONTENT_TYPES
+from socialgym.rundir import is_sweep, layout
 
 DEMO_CONFIG = {
     "seed": 0,
@@ -41,9 +42,43 @@ DEMO_NO_LLM = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from socialgym.experiments.studies import moderation
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "moderation":
+        return moderation.run_command(args)
+
+    from socialgym.experiments import ConfigError, RunError
+    from socialgym.llm.client import LLMFatalError
+
+    commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
+                "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo}
+    try:
+        return commands[args.command](args)
+    except (ConfigError, RunError, LLMFatalError) as exc:
+        print(f"socialgym: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one sub-command per verb (``socialgym --help``)."""
+    from socialgym.experiments.studies import moderation
+
     parser = argparse.ArgumentParser(prog="socialgym", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_run_commands(sub)
+    _add_page_commands(sub)
+    _add_study_command(sub)
+    _add_branch_commands(sub)
+    p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
+                           description=moderation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    moderation.add_arguments(p_mod)
+    return parser
+
+
+def _add_run_commands(sub) -> None:
     p_run = sub.add_parser("run", help="run an experiment from a YAML config")
     p_run.add_argument("config")
     p_run.add_argument("--out", required=True, help="the run (or sweep) directory to create")
@@ -57,11 +92,14 @@ def main(argv: list[str] | None = None) -> int:
                           help="load a checkpoint not signed by this user's key (one from someone else: opening "
                                "it can run code, so only for files you trust)")
     p_resume.add_argument("--allow-config-change", action="store_true",
-                          help="continue although config.yaml was edited since the checkpoint (only its llm, "
+                          help=f"continue although {layout.CONFIG} was edited since the checkpoint (only its llm, "
                                "logging and run sections take effect)")
-    p_report = sub.add_parser("report", help="(re)build plots and report.html of a run or sweep")
+
+
+def _add_page_commands(sub) -> None:
+    p_report = sub.add_parser("report", help=f"(re)build plots and {layout.REPORT} of a run or sweep")
     p_report.add_argument("dir")
-    p_view = sub.add_parser("view", help="write DIR/viewer.html: the run replayed round by round (or a "
+    p_view = sub.add_parser("view", help=f"write DIR/{layout.VIEWER}: the run replayed round by round (or a "
                                          "moderation run's discussions)")
     p_view.add_argument("dir")
     p_view.add_argument("--serve", action="store_true", help="serve it on 127.0.0.1 and open a browser")
@@ -73,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="LLM agents: 'split' plans under a schema and asks for each text plainly (what a "
                              "small local model needs), 'joint' writes texts inside the plan's JSON, 'auto' "
                              "picks split for local models (default: split)")
+
+
+def _add_study_command(sub) -> None:
     p_study = sub.add_parser("study", help="a paper's study as one command (resumable: re-run with the same --out)")
     p_study.add_argument("name", choices=("ties-coach", "soc-strategy", "misinformation"),
                          help="ties-coach: the core paper's coach x tie-scoring study; soc-strategy: recagent's "
@@ -89,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     p_study.add_argument("--base-url", default=None, help="an OpenAI-compatible server (default: embedded model)")
     p_study.add_argument("--model", default=None)
     p_study.add_argument("--quiet", action="store_true")
+
+
+def _add_branch_commands(sub) -> None:
     p_fork = sub.add_parser("fork", help="continue a run from its state after a round, with changes (a "
                                          "counterfactual branch)")
     p_fork.add_argument("dir")
@@ -102,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "surveys) with intervals over replicates")
     p_cmp.add_argument("a", help="a run, a folder of replicate runs (rep_*), or a sweep (each condition vs the first)")
     p_cmp.add_argument("b", nargs="?", default=None)
-    p_cmp.add_argument("--out", default=None, help="the CSV to write (default: B/compare.csv)")
+    p_cmp.add_argument("--out", default=None, help=f"the CSV to write (default: B/{layout.COMPARE_CSV})")
     p_int = sub.add_parser("interview", help="ask an LLM agent of a finished run a question, from its state after "
                                              "a round (the run directory is not changed)")
     p_int.add_argument("dir")
@@ -111,39 +155,6 @@ def main(argv: list[str] | None = None) -> int:
     p_int.add_argument("--round", type=int, default=None, help="default: the last completed round")
     p_int.add_argument("--scale", default="text", help="text (default), likert5, 0-10 or 1-10")
     p_int.add_argument("--trust", action="store_true", help="load a snapshot not signed by this user's key")
-    from socialgym.experiments import moderation
-
-    p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
-                           description=moderation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    moderation.add_arguments(p_mod)
-    args = parser.parse_args(argv)
-    if args.command == "moderation":
-        return moderation.run_command(args)
-
-    from socialgym.experiments import ConfigError, RunError
-    from socialgym.llm.client import LLMAuthError
-
-    try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "resume":
-            return _resume(args)
-        if args.command == "report":
-            return _report(args)
-        if args.command == "view":
-            return _view(args)
-        if args.command == "study":
-            return _study(args)
-        if args.command == "fork":
-            return _fork(args)
-        if args.command == "compare":
-            return _compare(args)
-        if args.command == "interview":
-            return _interview(args)
-        return _demo(args)
-    except (ConfigError, RunError, LLMAuthError) as exc:
-        print(f"socialgym: error: {exc}", file=sys.stderr)
-        return 2
 
 
 def _run(args) -> int:
@@ -152,9 +163,9 @@ def _run(args) -> int:
     cfg = load_config(args.config, args.overrides)
     progress = False if args.quiet else None
     if cfg.sweep or cfg.run.replicates > 1:
-        from socialgym.experiments import sweep as sweeps
+        from socialgym.experiments.run import sweep as sweeps
         result = sweeps.run_sweep(cfg, args.out, progress=progress)
-        print(f"sweep of {result['jobs']} runs written to {args.out} (aggregate.csv, plots/)")
+        print(f"sweep of {result['jobs']} runs written to {args.out} ({layout.AGGREGATE}, {layout.PLOTS}/)")
         return _print_problems(result)
     summary = run_experiment(cfg, args.out, progress=progress)
     return _print_done(args.out, summary)
@@ -164,8 +175,8 @@ def _resume(args) -> int:
     from socialgym.experiments import resume_experiment
 
     progress = False if args.quiet else None
-    if (Path(args.dir) / "sweep.json").exists():
-        from socialgym.experiments import sweep as sweeps
+    if is_sweep(args.dir):
+        from socialgym.experiments.run import sweep as sweeps
         result = sweeps.resume_sweep(args.dir, progress=progress, trust=args.trust,
                                      allow_config_change=args.allow_config_change)
         print(f"sweep of {result['jobs']} runs complete in {args.dir}")
@@ -176,10 +187,10 @@ def _resume(args) -> int:
 
 def _report(args) -> int:
     from socialgym.experiments import RunError
-    from socialgym.experiments.runner import build_pages
+    from socialgym.experiments.run.runner import build_pages
 
-    if (Path(args.dir) / "sweep.json").exists():
-        from socialgym.experiments import sweep as sweeps
+    if is_sweep(args.dir):
+        from socialgym.experiments.run import sweep as sweeps
         sweeps.aggregate(args.dir)
         print(f"aggregate and comparison plots rebuilt in {args.dir}")
         return 0
@@ -252,14 +263,14 @@ def _print_text_quality(out: Path) -> None:
         words = load_wordlist()
     except FileNotFoundError:
         return
-    events = (json.loads(line) for line in (Path(out) / "events.jsonl").read_text().splitlines())
+    events = (json.loads(line) for line in (Path(out) / layout.EVENTS).read_text().splitlines())
     q = english_share([e["text"] for e in events if e.get("kind") in CONTENT_TYPES], words)
     if q["texts"]:
         print(f"texts: {q['english_like']} of {q['texts']} English-like ({100 * q['share']:.0f} %)")
 
 
 def _study(args) -> int:
-    from socialgym.experiments.study import run_study
+    from socialgym.experiments.studies.ties_coach import run_study
 
     result = run_study(args.name, args.out, scale=args.scale, replicates=args.replicates, base_url=args.base_url,
                        model=args.model, progress=False if args.quiet else None, fork_at=args.fork_at)
@@ -270,7 +281,7 @@ def _study(args) -> int:
 
 
 def _fork(args) -> int:
-    from socialgym.experiments.fork import fork_run
+    from socialgym.experiments.run.fork import fork_run
 
     summary = fork_run(args.dir, args.at_round, args.out, overrides=args.overrides, trust=args.trust,
                        progress=False if args.quiet else None)
@@ -278,11 +289,11 @@ def _fork(args) -> int:
 
 
 def _compare(args) -> int:
-    from socialgym.experiments.compare import compare
-    from socialgym.experiments.sweep import SWEEP_FILE, compare_sweep
+    from socialgym.experiments.analysis.compare import compare
+    from socialgym.experiments.run.sweep import compare_sweep
 
     if args.b is None:
-        if not (Path(args.a) / SWEEP_FILE).exists():
+        if not is_sweep(args.a):
             from socialgym.experiments import RunError
             raise RunError(f"compare: give two runs (or replicate folders), or one sweep; {args.a} is no sweep")
         results = compare_sweep(args.a)
@@ -298,7 +309,7 @@ def _compare(args) -> int:
 def _interview(args) -> int:
     import json
 
-    from socialgym.experiments.fork import interview_run
+    from socialgym.experiments.run.fork import interview_run
 
     print(json.dumps(interview_run(args.dir, args.agent, args.question, round=args.round, scale=args.scale,
                                    trust=args.trust), ensure_ascii=False))
@@ -329,7 +340,7 @@ def _print_done(out, summary: dict) -> int:
         llm = summary["llm"]
         print(f"LLM: {llm['requests']} requests ({llm['cached']} cached), {llm['prompt_tokens']} prompt + "
               f"{llm['completion_tokens']} completion tokens, {llm['fallbacks']} fallbacks")
-    report, viewer = Path(out) / "report.html", Path(out) / "viewer.html"
+    report, viewer = Path(out) / layout.REPORT, Path(out) / layout.VIEWER
     if report.exists():
         print(f"report: {report.resolve()}")
     if viewer.exists():

@@ -31,6 +31,9 @@ INVALID_MODES = ("strict", "lenient")
 # listed here so that the config checks names without importing the recommenders layer)
 RECOMMENDER_NAMES = ("chronological", "random", "popularity", "topic_affinity", "social", "mf", "hybrid")
 RERANK_KINDS = ("random_replacement", "tail_quota_transfer", "stance_penalty")
+RUNTIME_PARAMS = ("half_life", "xi", "delta_max", "b_rec")
+"""The tie parameters that may change during a run (``FeedEnv.set_param``, a ``param`` intervention,
+a fork's changed ``env``); the others describe the platform the run started with."""
 
 # Upper limits of the sizes (docs/experiments.md, "Limits"). They are generous for research —
 # the environment is vectorised and was run with 100,000 agents — and exist to stop a typo such
@@ -248,21 +251,24 @@ class FeedConfig:
             for agent, weights in lam.items():
                 if agent not in ids:
                     raise ValueError(f"lambdas names unknown agent {show(agent)}")
-                out[ids[agent]] = _lambda_row(weights, f"lambdas[{agent!r}]")
+                out[ids[agent]] = lambda_row(weights, f"lambdas[{agent!r}]")
             return out
         try:
             arr = np.asarray(lam, dtype=float) if not isinstance(lam, str) else None
         except (TypeError, ValueError):
             arr = None
         if arr is not None and arr.shape == (len(REWARD_NAMES),):
-            return np.tile(_lambda_row(arr, "lambdas"), (n, 1))
+            return np.tile(lambda_row(arr, "lambdas"), (n, 1))
         if arr is not None and arr.shape == (n, len(REWARD_NAMES)):
-            return np.stack([_lambda_row(r, f"lambdas[{i}]") for i, r in enumerate(arr)])
+            return np.stack([lambda_row(r, f"lambdas[{i}]") for i, r in enumerate(arr)])
         raise ValueError("lambdas must be None, a 5-vector (SOC, INF, PRE, COORD, EMO), "
                          f"a dict agent -> weights, or an ({n}, 5) array; got {show(lam)}")
 
 
-def _lambda_row(weights: Any, where: str) -> np.ndarray:
+def lambda_row(weights: Any, where: str) -> np.ndarray:
+    """One agent's five reward weights, from a mapping by reward name or a sequence of five;
+    a ValueError naming ``where`` for anything else (shared by the config, ``set_lambdas`` and
+    the ``set_lambdas`` intervention)."""
     if isinstance(weights, Mapping):
         unknown = sorted(set(weights) - set(REWARD_NAMES))
         if unknown:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-# checkpoints are signed with a per-user key (socialgym/experiments/checkpoint.py): the tests use
+# checkpoints are signed with a per-user key (socialgym/experiments/run/checkpoint.py): the tests use
 # a key of their own, set before any test (or subprocess it starts) reads it, never the user's
 os.environ.setdefault("SOCIALGYM_KEY_FILE", os.path.join(tempfile.mkdtemp(prefix="socialgym-key-"),
                                                          "checkpoint.key"))
 
-# The crash tests' kill switch. The runner calls a fault hook (socialgym.experiments.runner.
+# The crash tests' kill switch. The runner calls a fault hook (socialgym.experiments.run.runner.
 # _fault_hook, None outside the tests) at the points where a crash is hardest to recover from.
 # tests/faults/sitecustomize.py installs one in every Python process the tests start (CLI
 # subprocesses, sweep workers): with SOCIALGYM_KILL_AT="<round>:<act|outputs|checkpoint>" in its

@@ -160,7 +160,7 @@ def test_memory_is_restored_from_a_runs_checkpoint(tmp_path):
                            "policy": {"kind": "llm", "params": {"generation": "split"}},
                            "llm": {"base_url": server.base_url, "model": "fake", "api_key": "k", "cache": False}})
         run_experiment(cfg, tmp_path / "run", progress=False)
-    from socialgym.experiments.checkpoint import read_checkpoint
+    from socialgym.experiments.run.checkpoint import read_checkpoint
     state = read_checkpoint(tmp_path / "run" / "checkpoint.pkl")
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     for agent, mem in state["policy"].memories.items():

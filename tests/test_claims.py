@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from socialgym.experiments.claims import coach_early_late, learnable, llm_ties_realistic, task_order
+from socialgym.experiments.studies.claims import coach_early_late, learnable, llm_ties_realistic, task_order
 
 TASKS = ("SOC", "INF", "PRE", "COORD", "EMO")
 RNG = np.random.default_rng(0)

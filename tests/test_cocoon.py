@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("torch")
-from socialgym.experiments.cocoon import CocoonArgs, plot, run  # noqa: E402
+from socialgym.experiments.studies.cocoon import CocoonArgs, plot, run  # noqa: E402
 
 
 def test_mf_cocoon_and_random_replacement_order(tmp_path):

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from socialgym.cli import main
 from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.experiments import ConfigError, load_config
-from socialgym.experiments.config import (ENV_GROUPS, ENV_RESERVED, MAX_MESSAGE_CHARS, LLMConfig, LoggingConfig,
+from socialgym.experiments.define import (ENV_GROUPS, ENV_RESERVED, MAX_MESSAGE_CHARS, LLMConfig, LoggingConfig,
                                          PersonaConfig, PolicyConfig, PolicyGroup, RunConfig, WandbConfig,
                                          dump_yaml, to_dict)
 from socialgym.recommenders import REGISTRY, RERANKERS

@@ -1,4 +1,4 @@
-"""Hand-computed tests of the Fig. 4 / Table 1 statistics (socialgym.experiments.discussion_analysis).
+"""Hand-computed tests of the Fig. 4 / Table 1 statistics (socialgym.experiments.analysis.discussion_analysis).
 
 * pairwise_mean_differences: means by hand, p against scipy.stats.ttest_ind (pooled variance)
 * ols: a five-point simple regression solved by hand, and noiseless data from known coefficients
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from socialgym.experiments.discussion_analysis import (
+from socialgym.experiments.analysis.discussion_analysis import (
     OLSResult,
     PairwiseTable,
     ols,

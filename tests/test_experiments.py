@@ -26,7 +26,7 @@ import scipy.sparse as sp
 import yaml
 
 from socialgym.experiments import ConfigError, load_config, run_experiment
-from socialgym.experiments.config import grid, to_dict, with_values
+from socialgym.experiments.define import grid, to_dict, with_values
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ def assert_same_outputs(a: Path, b: Path, rounds: int) -> None:
 def test_token_counts_survive_the_written_config(tmp_path):
     # llm.max_tokens and the llm policy's *_tokens once matched the secret filter ("token") and were
     # dropped from config.yaml: a resume or a fork then ran with the defaults
-    from socialgym.experiments.config import dump_yaml
+    from socialgym.experiments.define import dump_yaml
 
     cfg = load_config({"env": {"n_agents": 2}, "policy": {"kind": "llm", "params": {"text_tokens": 38}},
                        "llm": {"max_tokens": 64, "api_key": "sk-secret-123"}})

@@ -15,10 +15,10 @@ import pytest
 import scipy.sparse as sp
 
 from socialgym.experiments import ConfigError, RunError, load_config, run_experiment
-from socialgym.experiments.checkpoint import snapshot_path
-from socialgym.experiments.compare import compare
-from socialgym.experiments.fork import fork_run
-from socialgym.experiments.sweep import run_sweep
+from socialgym.rundir.layout import snapshot_path
+from socialgym.experiments.analysis.compare import compare
+from socialgym.experiments.run.fork import fork_run
+from socialgym.experiments.run.sweep import run_sweep
 
 BASE = {
     "seed": 7,
@@ -53,7 +53,7 @@ def base_run(tmp_path_factory) -> Path:
 
 # ---------------------------------------------------------------------------------- snapshots
 def test_every_round_is_kept_as_a_signed_snapshot(base_run):
-    from socialgym.experiments.checkpoint import read_checkpoint
+    from socialgym.experiments.run.checkpoint import read_checkpoint
 
     assert sorted(p.name for p in (base_run / "snapshots").iterdir()) == [f"round_{r:04d}.pkl" for r in range(1, 7)]
     for r in (1, 4, 6):
@@ -281,7 +281,7 @@ def test_compare_warns_about_unpaired_and_unseeded_runs(tmp_path):
 
 
 def test_an_api_key_is_no_change_and_never_written():
-    from socialgym.experiments.config import fork_config, to_dict
+    from socialgym.experiments.define import fork_config, to_dict
 
     data = {**BASE, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
     base = load_config(data)
@@ -322,14 +322,14 @@ def test_a_rerank_only_fork_keeps_the_model_and_equals_the_rerank_intervention(t
                                            ("logging.ties=false", "logging.ties")])
 def test_state_like_settings_cannot_change_in_a_fork(base_run, tmp_path, override, key):
     data = {**BASE, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}} if "llm" in key else BASE
-    from socialgym.experiments.config import fork_config
+    from socialgym.experiments.define import fork_config
 
     with pytest.raises(ConfigError, match=f"{key} cannot change in a fork"):
         fork_config(load_config(data), load_config(data, [override]), 3)
 
 
 def test_a_whole_config_fork_that_drops_an_env_key_goes_back_to_its_default(tmp_path):
-    from socialgym.experiments.config import fork_config
+    from socialgym.experiments.define import fork_config
 
     data = {**BASE, "env": {**BASE["env"], "half_life": 2.0}}           # the default is 5.0
     cfg, changes = fork_config(load_config(data), load_config(BASE), 3)
@@ -361,7 +361,7 @@ def test_a_killed_link_of_the_last_snapshot_is_made_on_resume(base_run, tmp_path
     import shutil
 
     from socialgym.experiments import resume_experiment
-    from socialgym.experiments.checkpoint import read_checkpoint
+    from socialgym.experiments.run.checkpoint import read_checkpoint
 
     copy = tmp_path / "copy"
     shutil.copytree(base_run, copy)
@@ -377,7 +377,7 @@ def test_an_inline_api_key_cannot_reach_the_forks_of_a_sweep():
 
 
 def test_compare_sweep_skips_a_condition_without_runs(tmp_path):
-    from socialgym.experiments.sweep import compare_sweep
+    from socialgym.experiments.run.sweep import compare_sweep
 
     root = tmp_path / "s"
     _fake_run(root / "runs" / "c00" / "rep_0", 0, {1: [1, 1]})
@@ -390,7 +390,7 @@ def test_compare_sweep_skips_a_condition_without_runs(tmp_path):
 
 
 def test_a_missing_api_key_names_the_variable(tmp_path, monkeypatch):
-    from socialgym.experiments.runner import open_run_client
+    from socialgym.experiments.run.runner import open_run_client
 
     monkeypatch.delenv("MY_KEY", raising=False)
     cfg = load_config({**BASE, "llm": {"base_url": "https://example.invalid/v1", "model": "m", "api_key_env": "MY_KEY"}})

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from socialgym.experiments import load_config
-from socialgym.experiments.fork_study import FORK_STUDIES, _verdict
-from socialgym.experiments.study import STUDIES, config_path, run_study
+from socialgym.experiments.studies.fork_studies import FORK_STUDIES, _verdict
+from socialgym.experiments.studies.ties_coach import STUDIES, config_path, run_study
 
 
 def rows_until(path: Path, last: int) -> list[str]:
@@ -49,7 +49,7 @@ def test_the_misinformation_study_forks_three_branches(misinformation):
 
 
 def test_the_effect_is_the_mean_over_pairs_of_each_pairs_mean_difference(misinformation):
-    from socialgym.experiments.compare import mean_ci
+    from socialgym.experiments.analysis.compare import mean_ci
 
     out, result = misinformation
     manifest = json.loads((out / "sweep.json").read_text())

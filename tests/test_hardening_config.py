@@ -23,8 +23,8 @@ import yaml
 from socialgym import config as feed_config
 from socialgym.cli import main
 from socialgym.experiments import ConfigError, load_config
-from socialgym.experiments import config as exp_config
-from socialgym.experiments.config import MAX_MESSAGE_CHARS, MAX_SHOWN_CHARS
+from socialgym.experiments import define as exp_config
+from socialgym.experiments.define import MAX_MESSAGE_CHARS, MAX_SHOWN_CHARS
 
 BASE = {
     "seed": 1,
@@ -294,7 +294,7 @@ def test_swept_persona_files_resolve_against_the_config_folder(tmp_path, monkeyp
 
 
 def test_string_sweep_values_are_not_reparsed_as_yaml():
-    from socialgym.experiments.config import with_values
+    from socialgym.experiments.define import with_values
     cfg = load_config(merged(logging={"wandb": {"project": "p"}}, sweep={"logging.wandb.name": ["a: b", "null"]}))
     names = [with_values(cfg, {"logging.wandb.name": v}).logging.wandb.name for v in ("a: b", "null")]
     assert names == ["a: b", "null"]
@@ -496,8 +496,8 @@ def test_plain_text_overrides_still_become_strings(tmp_path):
 
 def test_run_sweep_validates_every_cell_before_creating_the_directory(tmp_path):
     """A config built in code (not through load_config) is checked cell by cell by run_sweep."""
-    from socialgym.experiments.config import FrozenDict
-    from socialgym.experiments.sweep import run_sweep
+    from socialgym.experiments.define import FrozenDict
+    from socialgym.experiments.run.sweep import run_sweep
 
     cfg = load_config(BASE)
     bad = dataclasses.replace(cfg, sweep=FrozenDict({"env.recommender": ("random", "nope")}))

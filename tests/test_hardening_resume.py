@@ -19,7 +19,7 @@ import yaml
 from test_experiments import SCRIPTED, assert_same_outputs, cli, write_config
 
 from socialgym.experiments import RunError, load_config, resume_experiment, run_experiment
-from socialgym.experiments.checkpoint import MAGIC, read_checkpoint, write_checkpoint
+from socialgym.experiments.run.checkpoint import MAGIC, read_checkpoint, write_checkpoint
 
 SMALL = {**SCRIPTED, "env": {**SCRIPTED["env"], "n_agents": 6, "max_rounds": 4, "recommender": "random"}}
 

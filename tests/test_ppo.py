@@ -1,5 +1,6 @@
-"""The PPO baseline: GAE by hand, masks, the update's direction, training artefacts,
-TorchPolicy in mixed runs (PolicyMix, the experiment runner), the CLI and evaluation."""
+"""The PPO baseline (training: socialgym/baselines/ppo.py; runtime: torch_policy.py): GAE by hand,
+masks, the update's direction, training artefacts, TorchPolicy in mixed runs (PolicyMix, the
+experiment runner), the CLI and evaluation."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import socialgym  # noqa: E402
 from socialgym.agents import PolicyMix  # noqa: E402
 from socialgym.baselines import GreedyPolicy, RandomPolicy  # noqa: E402
 from socialgym.baselines import ppo  # noqa: E402
-from socialgym.experiments.evaluate import evaluate, learning_curve, write_table  # noqa: E402
+from socialgym.baselines.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, TorchPolicy,  # noqa: E402
+                                              evaluate_actions, feature_size)
+from socialgym.experiments.analysis.evaluate import evaluate, learning_curve, write_table  # noqa: E402
 
 SMALL = dict(n_agents=6, n_actions=2, max_rounds=3, feed_size=4, vote_feed_size=4, dm_inbox_size=3)
 
@@ -32,7 +35,7 @@ def test_gae_by_hand():
 
 
 def test_masks_padding_and_empty_components():
-    heads = ppo.Heads(np.array([2, 3, 1]), act_length=2)
+    heads = Heads(np.array([2, 3, 1]), act_length=2)
     m1 = (np.array([1, 0], np.int8), np.array([0, 0, 0], np.int8), np.array([1], np.int8))
     m2 = (np.array([1, 1], np.int8), np.array([0, 1, 1], np.int8), np.array([1], np.int8))
     out = heads.masks([m1, m2, m1])
@@ -47,20 +50,20 @@ def test_update_moves_probability_towards_advantage():
     """One PPO update on a batch where action 1 of a single 2-way head has positive advantage
     and action 0 negative: the policy's probability of action 1 rises."""
     torch.manual_seed(0)
-    heads = ppo.Heads(np.array([2]), act_length=1)
-    net = ppo.ActorCritic(3, heads.K, heads.M, 16)
+    heads = Heads(np.array([2]), act_length=1)
+    net = ActorCritic(3, heads.K, heads.M, 16)
     x = torch.ones(64, 3)
     mask = torch.ones(64, 1, 2, dtype=torch.bool)
     actions = torch.tensor([[0], [1]] * 32)
     w = torch.ones(64, 1)
     with torch.no_grad():
-        _, logp, _, _ = ppo._evaluate(net, x, mask, w, actions)
+        _, logp, _, _ = evaluate_actions(net, x, mask, w, actions)
         before = net(x[:1], mask[:1])[0].exp()[0, 0, 1].item()
     batch = {"x": x, "mask": mask, "phase": torch.zeros(64, dtype=torch.long), "actions": actions,
              "logp": logp, "adv": torch.where(actions[:, 0] == 1, 1.0, -1.0), "ret": torch.zeros(64)}
     args = ppo.Args(epochs=4, minibatch=32, learning_rate=1e-2, entropy_coef=0.0)
-    stats = ppo._update(net, torch.optim.Adam(net.parameters(), lr=1e-2), batch, torch.ones(1, 1), args,
-                        torch.Generator().manual_seed(0))
+    stats = ppo.ppo_update(net, torch.optim.Adam(net.parameters(), lr=1e-2), batch, torch.ones(1, 1), args,
+                           torch.Generator().manual_seed(0))
     after = net(x[:1], mask[:1])[0].exp()[0, 0, 1].item()
     assert after > before + 0.05
     assert set(stats) == {"policy_loss", "value_loss", "entropy", "approx_kl"}
@@ -91,7 +94,7 @@ def test_training_writes_model_log_and_args(trained):
 
 def test_torch_policy_mixes_with_scripted_agents(trained):
     out, args, _ = trained
-    policy = ppo.TorchPolicy.load(out / "model.pt", seed=1)
+    policy = TorchPolicy.load(out / "model.pt", seed=1)
     env = socialgym.parallel_env(**ppo.env_kwargs(args) | {"obs_format": "both"}, seed=4)
     policy.check_env(env)
     mix = PolicyMix({policy: env.possible_agents[:3], GreedyPolicy(seed=0): env.possible_agents[3:]})
@@ -111,7 +114,7 @@ def test_torch_policy_mixes_with_scripted_agents(trained):
 
 def test_layout_mismatch_and_bad_inputs(trained, tmp_path):
     out, args, _ = trained
-    policy = ppo.TorchPolicy.load(out / "model.pt")
+    policy = TorchPolicy.load(out / "model.pt")
     other = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"feed_size": 5}))
     with pytest.raises(ValueError, match=r"trained on another layout.*feed_size.*\(4, 5\)"):
         policy.check_env(other)
@@ -120,13 +123,13 @@ def test_layout_mismatch_and_bad_inputs(trained, tmp_path):
     with pytest.raises(ValueError, match="needs numeric observations"):
         policy.act(obs)
     with pytest.raises(FileNotFoundError):
-        ppo.TorchPolicy.load(tmp_path / "missing.pt")
+        TorchPolicy.load(tmp_path / "missing.pt")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="junk.pt is not a socialgym PPO model file"):
-        ppo.TorchPolicy.load(tmp_path / "junk.pt")
+        TorchPolicy.load(tmp_path / "junk.pt")
     torch.save({"format": "other"}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="other.pt is not a socialgym PPO model file"):
-        ppo.TorchPolicy.load(tmp_path / "other.pt")
+        TorchPolicy.load(tmp_path / "other.pt")
 
 
 class _RunsCode:
@@ -147,9 +150,9 @@ def test_a_model_file_from_someone_else_runs_no_code(entry, tmp_path):
     torch.save({"format": "socialgym-ppo-2", "args": _RunsCode()}, tmp_path / "model.pt")
     if entry == "policy":
         with pytest.raises(ValueError, match="not a socialgym PPO model file.*weights_only=True"):
-            ppo.TorchPolicy.load(tmp_path / "model.pt")
+            TorchPolicy.load(tmp_path / "model.pt")
     else:
-        from socialgym.experiments import evaluate
+        from socialgym.experiments.analysis import evaluate
         with pytest.raises(SystemExit) as exc:
             evaluate.main(["--model", str(tmp_path / "model.pt"), "--out", str(tmp_path / "eval")])
         assert exc.value.code == 2
@@ -185,7 +188,7 @@ def test_cli_args_from_the_dataclass():
     for bad in (["--task", "FUN"], ["--team-spirit", "1.5"], ["--num-envs", "0"]):
         with pytest.raises(SystemExit):
             ppo.parse_args(bad)
-    docs = ppo._field_docs()
+    docs = ppo.field_docs()
     assert set(docs) == {f.name for f in __import__("dataclasses").fields(ppo.Args)}
     assert "Discount per decision" in docs["gamma"]
 
@@ -194,7 +197,7 @@ def test_evaluation_table_and_curve(trained, tmp_path):
     out, args, _ = trained
     task, sizes = ppo.task_of(args).id, ppo.size_overrides(args)
     rows = evaluate({"random": lambda: RandomPolicy(seed=0), "greedy": lambda: GreedyPolicy(seed=0),
-                     "ppo": lambda: ppo.TorchPolicy.load(out / "model.pt")}, task, overrides=sizes, episodes=2,
+                     "ppo": lambda: TorchPolicy.load(out / "model.pt")}, task, overrides=sizes, episodes=2,
                     seed=9)
     assert [r["policy"] for r in rows] == ["random", "greedy", "ppo"]
     for r in rows:
@@ -233,7 +236,7 @@ def test_an_incomplete_model_file_is_a_clear_error(trained, tmp_path, content):
         data["env_nvec"] = ["x", "y"]
     torch.save(data, tmp_path / "model.pt")
     with pytest.raises(ValueError) as info:
-        ppo.TorchPolicy.load(tmp_path / "model.pt")
+        TorchPolicy.load(tmp_path / "model.pt")
     assert "model.pt" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -245,7 +248,7 @@ def test_peer_head_masks_and_recipients_by_hand():
     import socialgym.envs.feed.encoding as enc
 
     lay = enc.ActionLayout(n_agents=5, n_actions=1, feed_size=3, dm_inbox_size=1, max_topics=4, vote_feed_size=2)
-    heads = ppo.Heads.for_layout(lay, n_topics=2)
+    heads = Heads.for_layout(lay, n_topics=2)
     k = 2                                                     # the recipient component of slot 0
     assert heads.peer_components == (k,) and heads.nvec[k] == 4 and heads.nvec[4] == 2   # topics: 2 of 4
     feed = np.zeros((2, 3, 10), np.float32)
@@ -281,7 +284,7 @@ def test_peer_head_masks_and_recipients_by_hand():
 def test_running_norm_merges_batches_like_one():
     rng = np.random.default_rng(0)
     a, b = rng.normal(2.0, 3.0, (50, 3)), rng.normal(-1.0, 0.5, (70, 3))
-    norm = ppo.RunningNorm(3)
+    norm = RunningNorm(3)
     norm.update(a)
     norm.update(b)
     both = np.concatenate([a, b])
@@ -298,10 +301,10 @@ def test_team_spirit_mixes_own_and_population_rewards(spirit):
     returns stay the agents' own."""
     args = ppo.Args(**SMALL, num_envs=1, hidden=8, normalize_obs=False)
     env = ppo.make_env(args)
-    heads = ppo.Heads.for_layout(env.unwrapped.layout, 8)
-    net = ppo.ActorCritic(ppo.feature_size(4, 3, 4), heads.K, heads.M, 8)
-    learned = ppo.rollout([env], [5], ppo.Actor(net, heads, None, seed=1), team_spirit=spirit)
-    own = ppo.rollout([env], [5], ppo.Actor(net, heads, None, seed=1), team_spirit=0.0)
+    heads = Heads.for_layout(env.unwrapped.layout, 8)
+    net = ActorCritic(feature_size(4, 3, 4), heads.K, heads.M, 8)
+    learned = ppo.rollout([env], [5], Actor(net, heads, None, seed=1), team_spirit=spirit)
+    own = ppo.rollout([env], [5], Actor(net, heads, None, seed=1), team_spirit=0.0)
     r = own["reward"].numpy()                                  # [step, agent], the env's rewards
     assert r[1::2].sum() > 0 and (r[0::2] == 0).all()          # paid after vote steps only
     expected = (1 - spirit) * r + spirit * r.mean(1, keepdims=True)
@@ -313,7 +316,7 @@ def test_a_policy_trained_at_six_agents_acts_at_nine(trained):
     """Peers are addressed by observation, so the network fits any population size: it plays a
     whole episode at 9 agents in strict mode (any invalid action would raise) through both APIs."""
     out, args, _ = trained
-    policy = ppo.TorchPolicy.load(out / "model.pt", seed=2)
+    policy = TorchPolicy.load(out / "model.pt", seed=2)
     env = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"n_agents": 9, "obs_format": "both"}), seed=1)
     policy.check_env(env)
     obs, _ = env.reset(seed=1)
@@ -321,7 +324,7 @@ def test_a_policy_trained_at_six_agents_acts_at_nine(trained):
         obs, *_ = env.step(policy.act(obs))
     recipients = set(env.unwrapped.content.column("recipient").tolist()) - {-1}
     assert len(recipients) >= 3 and max(recipients) > 5        # DMs reach agents a 6-agent index never named
-    rows = evaluate({"ppo": lambda: ppo.TorchPolicy.load(out / "model.pt")}, ppo.task_of(args).id,
+    rows = evaluate({"ppo": lambda: TorchPolicy.load(out / "model.pt")}, ppo.task_of(args).id,
                     overrides=ppo.size_overrides(args) | {"n_agents": 9}, episodes=2, seed=3)
     assert np.isfinite(rows[0]["total"])
 
@@ -334,7 +337,7 @@ def test_device_cuda_without_cuda_is_a_clear_error(tmp_path):
 
 
 def test_evaluate_cli_plays_a_model_at_another_population_size(trained, tmp_path, capsys):
-    from socialgym.experiments import evaluate as evaluate_module
+    from socialgym.experiments.analysis import evaluate as evaluate_module
 
     out, args, _ = trained
     rc = evaluate_module.main(["--model", str(out / "model.pt"), "--n-agents", "9", "--episodes", "2",
@@ -351,4 +354,4 @@ def test_evaluate_cli_plays_a_model_at_another_population_size(trained, tmp_path
 def test_an_old_format_model_file_says_retrain(tmp_path):
     torch.save({"format": "socialgym-ppo-1", "state_dict": {}}, tmp_path / "model.pt")
     with pytest.raises(ValueError, match="older socialgym.*retrain"):
-        ppo.TorchPolicy.load(tmp_path / "model.pt")
+        TorchPolicy.load(tmp_path / "model.pt")

@@ -10,14 +10,15 @@ torch = pytest.importorskip("torch")
 
 from socialgym.baselines import RandomPolicy  # noqa: E402
 from socialgym.baselines import ppo  # noqa: E402
-from socialgym.experiments.evaluate import evaluate  # noqa: E402
+from socialgym.baselines.torch_policy import TorchPolicy  # noqa: E402
+from socialgym.experiments.analysis.evaluate import evaluate  # noqa: E402
 
 
 def test_short_training_beats_random_on_held_out_seeds(tmp_path):
     args = ppo.Args(task="mixed", iterations=40, num_envs=8, eval_every=0, threads=1, seed=0, out=str(tmp_path))
     ppo.train(args, progress=False)
     rows = evaluate({"random": lambda: RandomPolicy(seed=0),
-                     "ppo": lambda: ppo.TorchPolicy.load(tmp_path / "model.pt", seed=0)},
+                     "ppo": lambda: TorchPolicy.load(tmp_path / "model.pt", seed=0)},
                     "socialgym/feed-mixed-v0", episodes=5, seed=10_000)
     random, trained = rows
     margin = trained["total"] - random["total"]

@@ -1,4 +1,4 @@
-"""Report of a run directory (socialgym.experiments.report.build_report).
+"""Report of a run directory (socialgym.experiments.analysis.report.build_report).
 
 The run directories are written by hand here, following the run-directory format, so these
 tests do not depend on the runner. The last test renders the report in headless Chromium (when
@@ -17,7 +17,7 @@ import pytest
 sp = pytest.importorskip("scipy.sparse")
 pytest.importorskip("matplotlib")
 pytest.importorskip("networkx")
-report = pytest.importorskip("socialgym.experiments.report")
+report = pytest.importorskip("socialgym.experiments.analysis.report")
 build_report = report.build_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -244,7 +244,7 @@ def test_degree_plot_uses_the_network_metrics_graph():
 
 def test_import_socialgym_does_not_import_matplotlib():
     import sys
-    code = ("import sys, socialgym, socialgym.experiments.report; "
+    code = ("import sys, socialgym, socialgym.experiments.analysis.report; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -14,8 +14,8 @@ pytest.importorskip("openai")
 pytest.importorskip("matplotlib")
 
 from socialgym.experiments import RunError, load_config  # noqa: E402
-from socialgym.experiments.study import REAL_NETWORKS, bands, config_path, run_study  # noqa: E402
-from socialgym.experiments.sweep import jobs  # noqa: E402
+from socialgym.experiments.studies.ties_coach import REAL_NETWORKS, bands, config_path, run_study  # noqa: E402
+from socialgym.experiments.run.sweep import jobs  # noqa: E402
 from socialgym.llm.testing import FakeServer, sample_schema, schema_of  # noqa: E402
 
 OUTPUTS = ("task_rewards.csv", "theta_sweep.csv", "claims.json", "claims.md")

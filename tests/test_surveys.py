@@ -1,4 +1,4 @@
-"""Surveys during a run (socialgym.experiments.surveys): config checks, LLM agents against the
+"""Surveys during a run (socialgym.experiments.run.surveys): config checks, LLM agents against the
 loopback fake server, the scripted agents' rules and hook, pickling, and interviews.
 
 Every expected answer below is worked out by hand from the rules stated in the module's
@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from socialgym.experiments.surveys import SURVEY_COLUMNS, SurveyError, Surveys, check_surveys, interview
+from socialgym.experiments.define.surveys import SurveyError, check_surveys
+from socialgym.experiments.run.surveys import Surveys, interview
+from socialgym.rundir.layout import SURVEY_COLUMNS
 
 AGENTS = ["agent_0", "agent_1", "agent_2"]
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from socialgym.experiments import RunError, load_config, run_experiment
-from socialgym.experiments import runner as runner_module
-from socialgym.experiments.recorder import RunRecorder
+from socialgym.experiments.run import runner as runner_module
+from socialgym.experiments.run.recorder import RunRecorder
 
 SCRIPTED = {
     "seed": 4,
@@ -95,7 +95,7 @@ def test_a_kill_in_a_survey_round_resumes_to_the_same_files(tmp_path):
 
 
 def test_a_fork_can_add_a_later_survey_but_not_an_earlier_one(tmp_path):
-    from socialgym.experiments.fork import fork_run
+    from socialgym.experiments.run.fork import fork_run
 
     run_experiment(load_config(SCRIPTED), tmp_path / "s")
     surveys = json.dumps(SCRIPTED["surveys"] + [{"instrument": "satisfaction", "at_round": 5}])
@@ -110,7 +110,7 @@ def test_a_fork_can_add_a_later_survey_but_not_an_earlier_one(tmp_path):
 
 
 def test_compare_reports_the_survey_answers(tmp_path):
-    from socialgym.experiments.compare import compare
+    from socialgym.experiments.analysis.compare import compare
 
     run_experiment(load_config(SCRIPTED), tmp_path / "a")
     run_experiment(load_config({**SCRIPTED, "interventions": []}), tmp_path / "b")
@@ -222,13 +222,13 @@ def test_survey_config_errors_are_one_line():
 
 
 def test_the_report_plots_the_survey_means_and_names_the_fork(tmp_path):
-    from socialgym.experiments.fork import fork_run
-    from socialgym.experiments.recorder import survey_means
-    from socialgym.experiments.report import build_report
+    from socialgym.experiments.run.fork import fork_run
+    from socialgym.rundir import survey_means
+    from socialgym.experiments.analysis.report import build_report
 
     run_experiment(load_config(SCRIPTED), tmp_path / "s")
     fork_run(tmp_path / "s", 4, tmp_path / "f", overrides=["env.xi=0.3"], progress=False)
-    means = survey_means(tmp_path / "f" / "surveys.csv")
+    means = survey_means(tmp_path / "f")
     rows = table(tmp_path / "f")
     for r in (3, 6):
         answers = [int(x["answer"]) for x in rows if x["round"] == str(r) and x["survey"] == "stance"]

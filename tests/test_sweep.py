@@ -1,4 +1,4 @@
-"""Sweeps and replicates (socialgym.experiments.sweep): the job list, a local process-pool sweep
+"""Sweeps and replicates (socialgym.experiments.run.sweep): the job list, a local process-pool sweep
 with its aggregate checked by hand, resume, a failing job, and (when installed) Ray."""
 
 import csv
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from socialgym.experiments import RunError, load_config
-from socialgym.experiments.sweep import condition_id, jobs, resume_sweep, run_sweep
+from socialgym.experiments.run.sweep import condition_id, jobs, resume_sweep, run_sweep
 
 REWARDS = ("SOC", "INF", "PRE", "COORD", "EMO", "total")
 

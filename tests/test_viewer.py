@@ -290,7 +290,7 @@ def test_events_and_ties_not_logged(tmp_path):
 
 # ---------------------------------------------------------------------------------- discussions
 def test_moderation_run(tmp_path):
-    from socialgym.experiments.moderation import ModerationExperiment, plan_jobs, run_one
+    from socialgym.experiments.studies.moderation import ModerationExperiment, plan_jobs, run_one
 
     cfg = ModerationExperiment(no_llm=True, discussions=2, strategies=("no_moderator", "no_instructions"))
     jobs, pool = plan_jobs(cfg)

@@ -122,7 +122,7 @@ def feed_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def discussion_run(tmp_path_factory):
-    from socialgym.experiments.moderation import ModerationExperiment, run_experiment
+    from socialgym.experiments.studies.moderation import ModerationExperiment, run_experiment
 
     out = tmp_path_factory.mktemp("viewer") / "moderation"
     cfg = ModerationExperiment(no_llm=True, strategies=("no_moderator", "moderation_guidelines"), discussions=1,

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 wandb = pytest.importorskip("wandb")
 
-from socialgym.experiments.wandb_log import WandbLogger  # noqa: E402
+from socialgym.experiments.run.wandb_log import WandbLogger  # noqa: E402
 from socialgym.llm.sanitize import drop_secrets as sanitize_config  # noqa: E402
 
 SETTINGS = {"project": "socialgym-test", "mode": "offline", "tags": ["t"], "sample_posts": 2, "graph_every": 2}

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from socialgym.agents.coach import Coach
-from socialgym.agents.memory import AgentMemory, _clip
+from socialgym.agents.memory import AgentMemory, clip_text
 from socialgym.agents.persona import STANCES, Persona, generate_personas, load_personas
 from socialgym.config import REWARD_NAMES
 from socialgym.llm.prompts import PromptSet
@@ -245,10 +245,10 @@ class LLMPolicy:
         last_line = ("none yet" if obs["round"] == 1 else
                      ", ".join(f"{c} {last[c]:.2f}" for c in REWARD_NAMES) + f", total {last['total']:.2f}")
         topics, topics_cut = self._topics(agent, obs)
-        dm_lines = "\n".join(f"- DM id {d['id']} from {d['author']} [{d['topic']}]: {_clip(d['text'], self.item_chars)}"
+        dm_lines = "\n".join(f"- DM id {d['id']} from {d['author']} [{d['topic']}]: {clip_text(d['text'], self.item_chars)}"
                              for d in dms) or "- none"
         post_lines = "\n".join(f"- id {it['id']} by {it['author']} [{it['topic']}] ({it['likes']} likes): "
-                               f"{_clip(it['text'], self.item_chars)}" for it in feed) or "- none"
+                               f"{clip_text(it['text'], self.item_chars)}" for it in feed) or "- none"
         if cuts["dms"]:
             dm_lines += f"\n- ({cuts['dms']} more DMs not listed)"
         if cuts["posts"]:
@@ -317,11 +317,11 @@ class LLMPolicy:
             user = pr.render("text_post", topic=action["topic"], tone=tone)
         elif kind == "COM":
             user = pr.render("text_comment", author=self._name(target["author"]), tone=tone,
-                             content=_clip(target["text"], self.item_chars) or f"(a post about {target['topic']})",
+                             content=clip_text(target["text"], self.item_chars) or f"(a post about {target['topic']})",
                              topic=action.get("topic") or target["topic"])
         elif target is not None:       # a DM that answers a DM
             user = pr.render("text_dm_reply", recipient=self._name(action["recipient"]), tone=tone,
-                             content=_clip(target["text"], self.item_chars) or f"(a message about {target['topic']})")
+                             content=clip_text(target["text"], self.item_chars) or f"(a message about {target['topic']})")
         else:
             user = pr.render("text_dm", recipient=self._name(action["recipient"]), topic=action["topic"], tone=tone)
         return [{"role": "system", "content": self.persona_block(agent)}, {"role": "user", "content": user}]
@@ -382,7 +382,7 @@ class LLMPolicy:
                 self._fallback(agent, obs["round"], "reflect", None, reply.error, "no stance entry")
             return {"votes": {}}
         known = [it["author"] in mem.relationships for it in items]
-        lines = "\n".join(f"- {it['id']} {it['author']}: {_clip(it['text'], self.item_chars) or '(' + it['topic'] + ')'}"
+        lines = "\n".join(f"- {it['id']} {it['author']}: {clip_text(it['text'], self.item_chars) or '(' + it['topic'] + ')'}"
                           + (f" | {mem.relationships[it['author']].brief()}" if k else "") for it, k in zip(items, known))
         if cut:
             lines += f"\n- ({cut} more items not listed; they count as 0)"

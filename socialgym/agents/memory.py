@@ -35,7 +35,8 @@ IMPORTANCE = {("in", "DM"): 1.0, ("in", "MENTION"): 0.8, ("out", "DM"): 0.8, ("o
               ("out", "COM"): 0.6, ("out", "POST"): 0.3}
 
 
-def _clip(text: str | None, n: int) -> str:
+def clip_text(text: str | None, n: int) -> str:
+    """``text`` on one line, cut to ``n`` characters with an ellipsis."""
     text = " ".join((text or "").split())
     return text if len(text) <= n else text[:n - 1] + "…"
 
@@ -62,7 +63,7 @@ class Interaction:
               ("in", "MENTION"): " mentioned you"}
         what = to.get((self.direction, self.kind), " posted")
         topic = f" [{self.topic}]" if self.topic else ""
-        return f"r{self.round} {who}{what}{topic}: {_clip(self.text, chars) or '(no text)'}"
+        return f"r{self.round} {who}{what}{topic}: {clip_text(self.text, chars) or '(no text)'}"
 
 
 @dataclass
@@ -139,7 +140,7 @@ class AgentMemory:
         if item.round >= rel.last_round:
             rel.last_round = item.round
             verb = "you " + item.kind if item.direction == "out" else f"they {item.kind}"
-            rel.last = f"{verb}: {_clip(item.text, self.text_chars)}"
+            rel.last = f"{verb}: {clip_text(item.text, self.text_chars)}"
 
     # ---- what the agent sees -------------------------------------------------------------
     def observe(self, obs: dict) -> None:

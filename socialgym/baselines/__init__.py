@@ -6,7 +6,7 @@ one call per environment step for all agents, so LLM policies can run every agen
 the discussion's is per turn, ``policy.act(agent, observation, info) -> action``. Both are
 declared in ``socialgym.baselines.protocol`` (``Policy``, ``DiscussionPolicy``).
 
-``TorchPolicy`` (the trained PPO network, ``socialgym.baselines.ppo``) is exported lazily:
+``TorchPolicy`` (the trained PPO network, ``socialgym.baselines.torch_policy``) is exported lazily:
 ``from socialgym.baselines import TorchPolicy`` imports torch (an optional extra,
 ``socialgym[torch]``) on first use, and ``import socialgym.baselines`` alone never does.
 """
@@ -19,13 +19,13 @@ from socialgym.baselines.topic_users import TopicUsers
 # TorchPolicy is left out of __all__: ``from socialgym.baselines import *`` must not need torch
 __all__ = ["DiscussionPolicy", "GreedyPolicy", "Policy", "RandomPolicy", "TopicUsers"]
 
-_LAZY = {"TorchPolicy": "socialgym.baselines.ppo"}
+_LAZY = {"TorchPolicy": "socialgym.baselines.torch_policy"}
 
 
 def __getattr__(name: str):
     """Lazy exports (PEP 562): the name is imported from its module when first asked for, so
     torch is only imported by code that uses ``TorchPolicy``. Without torch installed this raises
-    ppo's ImportError, which says how to install it."""
+    torch_policy's ImportError, which says how to install it."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@
   ``info["view"]``. ``ScriptedUser``, ``ScriptedModerator``, ``LLMDiscussant`` and
   ``LLMModerator`` implement it.
 
-Optional, for surveys (``socialgym.experiments.surveys``): a feed policy that is not an LLM
+Optional, for surveys (``socialgym.experiments.run.surveys``): a feed policy that is not an LLM
 policy may define ``answer_survey(agent, item, context) -> int | str | None`` (``SurveyHook``).
 ``item`` is a dict with ``id``, ``text``, ``scale`` (``likert5``, ``0-10``, ``1-10`` or ``text``),
 ``survey`` (its name), ``instrument`` (None for a custom questionnaire) and, for stance, ``topic``;

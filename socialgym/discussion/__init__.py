@@ -4,7 +4,7 @@ Configuration, turn-taking, rewards (the moderation game and per-role user terms
 paper's prompts and SocioDemographic Backgrounds, and discussion metrics (ROUGE-L diversity,
 comment length, per-turn means). The PettingZoo environment itself is
 ``socialgym.discussion_env`` (``socialgym.envs.discussion_v0``); the statistics of the
-experiment's analysis (pairwise t-tests, OLS) are ``socialgym.experiments.discussion_analysis``.
+experiment's analysis (pairwise t-tests, OLS) are ``socialgym.experiments.analysis.discussion_analysis``.
 """
 
 from socialgym.discussion.config import DEFAULT_TOPIC, MODERATOR, ROLES, DiscussionConfig

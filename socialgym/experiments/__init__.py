@@ -1,14 +1,22 @@
-"""The experiment layer: YAML configs, the runner with checkpoint/resume, run outputs and the
-HTML report, wandb logging, and replicates/sweeps on a process pool or Ray; the studies built
-on them (``study``, ``moderation`` with ``discussion_analysis``, ``evaluate``, ``cocoon``), whose
-figures all come from ``plotting``.
+"""The experiment layer, in four rooms named for what a researcher does:
 
-Layout of a run directory: ``docs/experiments.md``.
+- ``define``: a study's config — the schema, the hardened YAML loader, the checks of what it
+  names, scheduled interventions and surveys, the sweep grid, what a fork may change;
+- ``run``: running it — the runner with checkpoint/resume, the recorder, forks and interviews,
+  interventions and surveys applied, replicates and sweeps (process pool or Ray), wandb;
+- ``analysis``: reading runs back — the HTML report, paired comparisons, policy evaluation,
+  the discussion statistics, and every PNG figure (``plotting``);
+- ``studies``: the bundled studies — ties-coach with its claims, the fork studies, the
+  information cocoon, the moderation strategies.
+
+The rooms import downwards only (define < analysis < run < studies; ``tests/test_layers.py``).
+The run directory's format lives below them all, in :mod:`socialgym.rundir`.
 """
 
-from socialgym.experiments.config import ConfigError, ExperimentConfig, load_config
-from socialgym.experiments.runner import RunError, resume_experiment, run_experiment
-from socialgym.experiments.sweep import aggregate, resume_sweep, run_sweep
+from socialgym.experiments.define import ConfigError, ExperimentConfig, load_config
+from socialgym.experiments.errors import RunError
+from socialgym.experiments.run.runner import resume_experiment, run_experiment
+from socialgym.experiments.run.sweep import aggregate, resume_sweep, run_sweep
 
 __all__ = ["ConfigError", "ExperimentConfig", "load_config", "RunError", "run_experiment", "resume_experiment",
            "run_sweep", "resume_sweep", "aggregate"]

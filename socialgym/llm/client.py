@@ -10,7 +10,8 @@ llama.cpp, Ollama):
   request that still fails raises ``LLMError``, which the ``complete_*`` methods turn into an
   error reply (a policy's recorded fallback);
 - 401/403 (a wrong or missing API key) raise ``LLMAuthError`` at once, and every later request
-  of the client too: a run must stop, not fall back on every request;
+  of the client too: a run must stop, not fall back on every request; so does a 404 (an unknown
+  model, or no chat endpoint at ``base_url``), as ``LLMModelError``; both are ``LLMFatalError``;
 - structured output: a JSON schema goes with every request that expects JSON, in the form the
   server takes. ``structured="auto"`` tries ``json_schema`` (OpenAI, vLLM, llama.cpp's server)
   on the first request, and if the server rejects that form, ``json_object`` with a ``schema``
@@ -60,10 +61,11 @@ class LLMError(RuntimeError):
     """A request failed for good (after retries, or with a non-retryable status)."""
 
 
-class LLMAuthError(RuntimeError):
-    """The server refused the API key (HTTP 401 or 403). Deliberately not an ``LLMError``: the
-    ``complete_*`` methods, and so the policies, do not turn it into fallbacks; it ends the run.
-    The message is one line naming the server and the status, never the key."""
+class LLMFatalError(RuntimeError):
+    """The server refused something no retry can mend: the API key, the model, the address.
+    Deliberately not an ``LLMError``: the ``complete_*`` methods, and so the policies, do not turn
+    it into fallbacks; it ends the run. The message is one line naming the server and the status
+    (never the key); every later request of the client raises it again without being sent."""
 
     def __init__(self, message: str, *, status: int | None = None, base_url: str | None = None) -> None:
         super().__init__(message)
@@ -71,11 +73,19 @@ class LLMAuthError(RuntimeError):
         self.base_url = base_url
 
     def __reduce__(self):       # picklable across processes (sweep workers) with its fields
-        return (_auth_error, (str(self), self.status, self.base_url))
+        return (_fatal_error, (type(self), str(self), self.status, self.base_url))
 
 
-def _auth_error(message: str, status: int | None, base_url: str | None) -> LLMAuthError:
-    return LLMAuthError(message, status=status, base_url=base_url)
+class LLMAuthError(LLMFatalError):
+    """The server refused the API key (HTTP 401 or 403)."""
+
+
+class LLMModelError(LLMFatalError):
+    """The server has no such model, or no chat endpoint at ``base_url`` (HTTP 404)."""
+
+
+def _fatal_error(cls: type, message: str, status: int | None, base_url: str | None) -> LLMFatalError:
+    return cls(message, status=status, base_url=base_url)
 
 
 @dataclass
@@ -105,7 +115,8 @@ class JSONReply:
         return self.error is None and self.checked is not None and self.checked.ok
 
 
-def _is_loopback(url: str | None) -> bool:
+def is_loopback(url: str | None) -> bool:
+    """Whether ``url`` names this machine (localhost or a loopback address)."""
     host = urlparse(url or "").hostname or ""
     if host == "localhost":
         return True
@@ -172,7 +183,7 @@ class LLMClient:
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            if not _is_loopback(self.base_url):
+            if not is_loopback(self.base_url):
                 raise ValueError("no API key: pass api_key= or set OPENAI_API_KEY "
                                  f"(only loopback servers may go without one; base_url is {self.base_url})")
             key = "no-key-required"
@@ -204,7 +215,8 @@ class LLMClient:
         self._sem: asyncio.Semaphore | None = None
         self._detect: asyncio.Lock | None = None
         self._in_flight = 0
-        self._auth_failure: tuple[str, int] | None = None   # (message, status) once the key was refused
+        # (error class, message, status) once the server refused the key or the model: nothing more is sent
+        self._fatal: tuple[type, str, int] | None = None
         self.peak_in_flight = 0
         self.transcript: Callable[[dict], None] | None = None
         """Called with every logical request's prompt and reply (the runner's transcripts.jsonl)."""
@@ -280,7 +292,7 @@ class LLMClient:
                    agent: str | None = None, round: int | None = None, purpose: str = "chat",
                    max_tokens: int | None = None) -> str:
         """One logical request (cache, then HTTP with retries); returns the reply text. Raises
-        ``LLMError`` when it fails, ``LLMAuthError`` when the server refuses the key."""
+        ``LLMError`` when it fails, ``LLMFatalError`` when the server refuses the key or the model."""
         max_tokens = max_tokens or self.max_tokens
         messages = list(messages)
         if unencodable_strings(messages):    # a lone surrogate cannot be sent, hashed or logged
@@ -298,14 +310,14 @@ class LLMClient:
                 self.usage.record(Call(agent, round, purpose, hit[1], hit[2], 0.0, True, 0, True))
                 self._log(agent, round, purpose, messages, hit[0], True)
                 return hit[0]
-        if self._auth_failure is not None:        # the key was refused: send nothing more
-            self.usage.record(Call(agent, round, purpose, 0, 0, 0.0, False, 0, False, self._auth_failure[0]))
-            raise self._auth_exception()
+        if self._fatal is not None:               # the key or the model was refused: send nothing more
+            self.usage.record(Call(agent, round, purpose, 0, 0, 0.0, False, 0, False, self._fatal[1]))
+            raise self._fatal_exception()
         self._ensure()
         start = time.perf_counter()
         try:
             text, pt, ct, attempts = await self._structured_request(messages, schema, name, max_tokens)
-        except (LLMError, LLMAuthError) as err:
+        except (LLMError, LLMFatalError) as err:
             attempts = getattr(err, "attempts", 1)
             self.usage.record(Call(agent, round, purpose, 0, 0, time.perf_counter() - start, False,
                                    attempts, False, str(err)))
@@ -341,9 +353,9 @@ class LLMClient:
         """Text from the server, fit to be kept: key redacted, encodable, one line, cut."""
         return one_line(scrub(redact(text, self.__api_key)), limit)
 
-    def _auth_exception(self) -> LLMAuthError:
-        message, status = self._auth_failure
-        return LLMAuthError(message, status=status, base_url=self.base_url)
+    def _fatal_exception(self) -> LLMFatalError:
+        cls, message, status = self._fatal
+        return cls(message, status=status, base_url=self.base_url)
 
     async def complete_json(self, messages: Sequence[dict], schema: dict, check: Callable[[Any], Checked], *,
                             name: str = "reply", agent: str | None = None, round: int | None = None,
@@ -357,7 +369,7 @@ class LLMClient:
             try:
                 raw = await self.chat(messages, schema=schema, name=name, agent=agent, round=round,
                                       purpose=purpose, max_tokens=max_tokens)
-            except LLMError as err:          # (LLMAuthError is not one: it ends the run)
+            except LLMError as err:          # (an LLMFatalError is not one: it ends the run)
                 return JSONReply(best, None, attempt, f"request failed: {err}")
             try:
                 checked = check(parse_json(raw))
@@ -421,8 +433,8 @@ class LLMClient:
 
         attempts = 0
         while True:
-            if self._auth_failure is not None:     # another request found the key refused
-                raise self._auth_exception()
+            if self._fatal is not None:            # another request found the key or model refused
+                raise self._fatal_exception()
             attempts += 1
             try:
                 text, pt, ct = await self._post(messages, schema, name, max_tokens, mode)
@@ -436,8 +448,11 @@ class LLMClient:
             # decided outside the except clauses: no exception raised here carries the openai
             # error (and the server's unredacted body) as its context
             if status in _AUTH_STATUSES:
-                self._auth_failure = (self._auth_message(status, detail), status)
-                raise self._auth_exception()
+                self._fatal = (LLMAuthError, self._auth_message(status, detail), status)
+                raise self._fatal_exception()
+            if status == 404:
+                self._fatal = (LLMModelError, self._not_found_message(detail), status)
+                raise self._fatal_exception()
             if status is not None and mode != "prompt" and schema is not None and _format_rejected(status, detail):
                 raise _FormatRejected(detail)
             retryable = status is None or status in (408, 409, 429) or status >= 500
@@ -453,6 +468,14 @@ class LLMClient:
         return (f"the LLM server at {self.base_url} {what} ({detail}): check the API key "
                 "(llm.api_key_env, default OPENAI_API_KEY, or llm.api_key); the run stops here "
                 "instead of falling back on every request")
+
+    def _not_found_message(self, detail: str) -> str:
+        what = (f"does not serve the model {self.model!r}" if "model" in detail.lower()
+                else "answered 404 Not Found to a chat completion")
+        hint = ("check llm.model (the server's /v1/models lists what it serves)" if "model" in detail.lower()
+                else "check llm.base_url (an OpenAI-compatible server's usually ends in /v1) and llm.model")
+        return (f"the LLM server at {self.base_url} {what} ({detail}): {hint}; the run stops here instead of "
+                "falling back on every request")
 
     def _describe(self, err) -> str:
         body = err.body

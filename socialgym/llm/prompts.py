@@ -1,7 +1,7 @@
 """The prompts of the feed game's LLM agents, in one place: the core paper's App. A prompts
 (Coach, Plan, Vote, Tie-Update) restated in the project's own words, plus the text-writing step,
 the reflect (stance) step, the Mini-IPIP survey, the surveys put to agents during a run
-(``survey_round_*``, ``socialgym.experiments.surveys``) and the repair message (also the default
+(``survey_round_*``, ``socialgym.experiments.run.surveys``) and the repair message (also the default
 re-prompt of every JSON request ``LLMClient`` sends).
 
 Prompts sent elsewhere live with their users: the discussion environment's texts (actor
@@ -210,7 +210,7 @@ Rate how well each statement describes you: 1 very inaccurate, 2 moderately inac
 {items}
 Reply with JSON only: {{"answers": {{"q1": 1-5, ..., "q{n_items}": 1-5}}}}."""
 
-# Surveys during a run (socialgym.experiments.surveys): the persona and memory, then the items.
+# Surveys during a run (socialgym.experiments.run.surveys): the persona and memory, then the items.
 SURVEY_ROUND_SYSTEM = """\
 {persona}
 {memory}You are now filling in a short survey about your time on the platform. It is not a move \

@@ -369,7 +369,7 @@ def check_survey(value: Any, n_items: int) -> Checked:
 # ---------------------------------------------------------------------------- surveys during a run
 def answers_schema(items: Mapping[str, Sequence[int]]) -> dict:
     """``{"answers": {"<item id>": one of the item's values, ...}}``: the numeric items of one
-    survey (``socialgym.experiments.surveys``), each an integer enum of its scale."""
+    survey (``socialgym.experiments.run.surveys``), each an integer enum of its scale."""
     return _obj({"answers": _obj({str(k): _enum(list(v)) for k, v in items.items()})})
 
 

@@ -1,7 +1,7 @@
 """A feed run directory read into one JSON-able dict: what the viewer page embeds.
 
 ``load_run(run_dir)`` reads what the experiment runner wrote (see
-``socialgym/experiments/recorder.py``): ``summary.json``, ``run.json``, ``config.yaml``,
+``socialgym/experiments/run/recorder.py``): ``summary.json``, ``run.json``, ``config.yaml``,
 ``personas.json``, ``rounds.csv``, ``network.csv``, ``events.jsonl``, ``transcripts.jsonl`` and
 ``ties/round_<NNNN>.npz``. Whatever is missing or unreadable becomes a line of ``data["notices"]``
 (a killed run, transcripts or events not logged, a damaged line): the page says what it lacks.
@@ -19,16 +19,16 @@ from __future__ import annotations
 import base64
 import csv
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.experiments.files import finite_number, read_csv, read_json, read_jsonl, to_float
-from socialgym.experiments.recorder import COUNT_COLUMNS, REWARD_COLUMNS
+from socialgym.rundir.files import finite_number, read_csv, read_json, read_jsonl, to_float
+from socialgym.rundir.layout import COUNT_COLUMNS, REWARD_COLUMNS
 from socialgym.platform.actions import CONTENT_TYPES
+from socialgym.rundir import is_sweep, layout
 
 FORMAT = "socialgym-viewer/1"
 THETA = 0.1                   # specification §4: W_ud >= theta, default 0.1 (socialgym.metrics.network_metrics)
@@ -69,7 +69,7 @@ def decode(column: dict) -> np.ndarray:
 _UNREADABLE = object()
 
 
-def _read_json(path: Path, notices: list[str]) -> Any:
+def read_json_noting(path: Path, notices: list[str]) -> Any:
     """The JSON in ``path``, None when there is no such file or (with a notice) it cannot be read."""
     if not path.is_file():
         return None
@@ -95,7 +95,8 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``3 rounds``, ``1 round``."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -138,55 +139,84 @@ def load_run(run_dir: str | Path) -> dict:
     estimate = _page_estimate_mb(path)
     if estimate > MAX_PAGE_MB:
         raise ViewerError(f"{path} is too large for one viewer page (about {estimate:,.0f} MB estimated from "
-                          f"events.jsonl and ties/, more than {MAX_PAGE_MB} MB): the viewer is meant for runs up to a "
-                          "few thousand agents x tens of rounds; use report.html and the files themselves")
+                          f"{layout.EVENTS} and {layout.TIES}/, more than {MAX_PAGE_MB} MB): the viewer is meant for "
+                          f"runs up to a few thousand agents x tens of rounds; use {layout.REPORT} and the files "
+                          "themselves")
     notices: list[str] = []
-    summary = _read_json(path / "summary.json", notices)
+    summary = _read_summary(path, notices)
+    config_text, config = _read_config(path, notices)
+    logging_cfg = config.get("logging") if isinstance(config.get("logging"), dict) else {}
+    rounds_cols = _read_rounds(path / layout.ROUNDS, notices)
+    agents = _Agents(_agent_names(summary, rounds_cols))
+    n_named = len(agents.names)
+    events = _read_events(path, agents, notices, logging_cfg)
+    transcripts = _read_transcripts(path, agents, notices, logging_cfg)
+    ties_files = {r: file for r, file in layout.tie_files(path).items() if r >= 1}
+    done = _int(summary.get("rounds_completed"))
+    rounds_in_csv = [r for r in (_int(x) for x in (rounds_cols or {}).get("round", [])) if r is not None]
+    T = max([0, *rounds_in_csv, *events["rounds"], *ties_files, *([done] if done else [])])
+    if T == 0:
+        notices.append("No round was completed yet: nothing to replay.")
+    table = _agent_table(summary, rounds_cols, agents, n_named, T, notices)
+    n = len(agents.names)
+    personas = read_json_noting(path / layout.PERSONAS, notices)
+    personas = {str(k): v for k, v in personas.items() if isinstance(v, dict)} if isinstance(personas, dict) else {}
+    ties, tie_layout = _read_ties(path, n, T, ties_files, notices, logging_cfg)
+    return {
+        "format": FORMAT, "kind": "feed", "title": path.resolve().name, "path": str(path.resolve()),
+        "report": (path / layout.REPORT).is_file(), "status": summary.get("status"), "rounds_completed": done,
+        "max_rounds": _int(summary.get("max_rounds")), "T": max(T, 1), "rounds_shown": T,
+        "seed": summary.get("seed"),
+        "condition": summary.get("condition") if isinstance(summary.get("condition"), dict) else {},
+        "llm": summary.get("llm") if isinstance(summary.get("llm"), dict) else None,
+        "agents": agents.names, "groups": table["groups"], "policies": table["policies"],
+        "coached": table["coached"], "group_names": sorted(set(table["groups"])), "topics": events["topics"],
+        "personas": personas, "lambdas": _lambdas(personas, config, agents.names, table["groups"]),
+        "rewards": {"columns": list(REWARD_COLUMNS), "values": encode(table["rewards"].ravel(), "<f8")},
+        "counts": {"columns": list(COUNT_COLUMNS), "values": encode(table["counts"].ravel(), "<i4")},
+        "items": events["items"], "votes": events["votes"], "tie_events": events["ties"], "ties": ties,
+        "layout": tie_layout, "network": _read_network(path / layout.NETWORK), "theta": THETA,
+        "transcripts": transcripts, "has_events": events["present"], "interventions": events["interventions"],
+        "has_transcripts": transcripts["present"], "config_text": config_text, "notices": notices,
+    }
+
+
+def _read_summary(path: Path, notices: list[str]) -> dict:
+    """summary.json ({} without one), with a notice for a run that did not finish or had problems."""
+    summary = read_json_noting(path / layout.SUMMARY, notices)
     summary = summary if isinstance(summary, dict) else {}
-    if not (path / "summary.json").is_file():
-        notices.append("No summary.json: the run's status and settings are unknown.")
+    if not (path / layout.SUMMARY).is_file():
+        notices.append(f"No {layout.SUMMARY}: the run's status and settings are unknown.")
     status = summary.get("status")
     done, planned = _int(summary.get("rounds_completed")), _int(summary.get("max_rounds"))
     if status and status != "complete":
         what = {"running": "it was killed, or is still running",
                 "failed": "it stopped with an error"}.get(str(status), "it did not complete")
-        text = (f"The run did not finish: summary.json says status \"{status}\" after "
+        text = (f"The run did not finish: {layout.SUMMARY} says status \"{status}\" after "
                 f"{done if done is not None else '?'} of {planned if planned is not None else '?'} rounds "
                 f"({what}). The rounds on disk are shown; `socialgym resume {path}` continues it.")
         if summary.get("error"):
             text += f" Error: {summary.get('error')}"
         notices.append(text)
     for problem in summary.get("problems") or [] if isinstance(summary.get("problems"), list) else []:
-        notices.append(f"Problem recorded in summary.json: {problem}")
+        notices.append(f"Problem recorded in {layout.SUMMARY}: {problem}")
+    return summary
 
-    config_text, config = _read_config(path, notices)
-    logging_cfg = config.get("logging") if isinstance(config.get("logging"), dict) else {}
 
-    # agents: summary.json's order is the env's (the rows of W); else rounds.csv's
+def _agent_names(summary: dict, rounds_cols: dict | None) -> list[str]:
+    """summary.json's agent order is the env's (the rows of W); else rounds.csv's order."""
     names = [str(a) for a in summary.get("agents", []) if isinstance(a, (str, int))] \
         if isinstance(summary.get("agents"), list) else []
-    rounds_cols = _read_rounds(path / "rounds.csv", notices)
     if not names and rounds_cols:
-        seen: dict[str, None] = {}
-        for a in rounds_cols.get("agent", []):
-            seen.setdefault(a, None)
-        names = list(seen)
-    agents = _Agents(names)
-    n_named = len(names)
+        names = list(dict.fromkeys(rounds_cols.get("agent", [])))
+    return names
 
-    events = _read_events(path, agents, notices, logging_cfg)
-    transcripts = _read_transcripts(path, agents, notices, logging_cfg)
+
+def _agent_table(summary: dict, rounds_cols: dict | None, agents: _Agents, n_named: int, T: int,
+                 notices: list[str]) -> dict:
+    """Per agent its group, policy and coached flag; per round and agent its rewards and counts."""
     n = len(agents.names)
-    rounds_in_csv = [r for r in (_int(x) for x in (rounds_cols or {}).get("round", [])) if r is not None]
-    ties_files = _tie_files(path)
-    T = max([0, *(r for r in rounds_in_csv), *(r for r in events["rounds"]), *ties_files,
-             *([done] if done else [])])
-    if T == 0:
-        notices.append("No round was completed yet: nothing to replay.")
-
-    groups = [""] * n
-    policies = [""] * n
-    coached = [0] * n
+    groups, policies, coached = [""] * n, [""] * n, [0] * n
     summary_groups = summary.get("groups")
     if isinstance(summary_groups, dict):
         for a, g in summary_groups.items():
@@ -196,12 +226,10 @@ def load_run(run_dir: str | Path) -> dict:
     counts = np.full((max(T, 1), n, len(COUNT_COLUMNS)), -1, dtype=np.int64)
     if rounds_cols:
         _fill_rounds(rounds_cols, agents, rewards, counts, groups, policies, coached, notices)
-        n = len(agents.names)
     if agents.unknown and n_named:
-        notices.append(f"{_plural(len(agents.unknown), 'agent')} in the files are not in summary.json's agent list "
-                       f"(e.g. {sorted(agents.unknown)[0]}); their tie matrix rows may not match.")
-    # arrays sized before late additions: pad
-    n = len(agents.names)
+        notices.append(f"{plural(len(agents.unknown), 'agent')} in the files are not in {layout.SUMMARY}'s agent "
+                       f"list (e.g. {sorted(agents.unknown)[0]}); their tie matrix rows may not match.")
+    n = len(agents.names)                     # arrays sized before late additions: pad
     groups += [""] * (n - len(groups))
     policies += [""] * (n - len(policies))
     coached += [0] * (n - len(coached))
@@ -210,61 +238,15 @@ def load_run(run_dir: str | Path) -> dict:
                                                    np.nan)], axis=1)
         counts = np.concatenate([counts, np.full((counts.shape[0], n - counts.shape[1], counts.shape[2]), -1,
                                                  dtype=np.int64)], axis=1)
-
-    personas = _read_json(path / "personas.json", notices)
-    personas = {str(k): v for k, v in personas.items() if isinstance(v, dict)} if isinstance(personas, dict) else {}
-    lambdas = _lambdas(personas, config, agents.names, groups)
-
-    ties, layout = _read_ties(path, n, T, ties_files, notices, logging_cfg)
-    network = _read_network(path / "network.csv")
-
-    data = {
-        "format": FORMAT,
-        "kind": "feed",
-        "title": path.resolve().name,
-        "path": str(path.resolve()),
-        "report": (path / "report.html").is_file(),
-        "status": status,
-        "rounds_completed": done,
-        "max_rounds": planned,
-        "T": max(T, 1),
-        "rounds_shown": T,
-        "seed": summary.get("seed"),
-        "condition": summary.get("condition") if isinstance(summary.get("condition"), dict) else {},
-        "llm": summary.get("llm") if isinstance(summary.get("llm"), dict) else None,
-        "agents": agents.names,
-        "groups": groups,
-        "policies": policies,
-        "coached": coached,
-        "group_names": sorted(set(groups)),
-        "topics": events["topics"],
-        "personas": personas,
-        "lambdas": lambdas,
-        "rewards": {"columns": list(REWARD_COLUMNS), "values": encode(rewards.ravel(), "<f8")},
-        "counts": {"columns": list(COUNT_COLUMNS), "values": encode(counts.ravel(), "<i4")},
-        "items": events["items"],
-        "votes": events["votes"],
-        "tie_events": events["ties"],
-        "ties": ties,
-        "layout": layout,
-        "network": network,
-        "theta": THETA,
-        "transcripts": transcripts,
-        "has_events": events["present"],
-        "interventions": events["interventions"],
-        "has_transcripts": transcripts["present"],
-        "config_text": config_text,
-        "notices": notices,
-    }
-    return data
+    return {"groups": groups, "policies": policies, "coached": coached, "rewards": rewards, "counts": counts}
 
 
 def _page_estimate_mb(path: Path) -> float:
     """The page's size in MB, roughly, from the files that dominate it (measured: a 1,000-agent x
     10-round scripted run has 21 MB of events.jsonl and 0.85 MB of ties/ and gives 11 MB)."""
-    events = path / "events.jsonl"
+    events = path / layout.EVENTS
     size = 0.5 * (events.stat().st_size if events.is_file() else 0)
-    size += 4.5 * sum(p.stat().st_size for p in (path / "ties").glob("round_*.npz"))
+    size += 4.5 * sum(p.stat().st_size for p in layout.tie_files(path).values())
     return size / 1e6
 
 
@@ -274,23 +256,23 @@ def check_run_dir(path: Path) -> None:
         raise ViewerError(f"{path} does not exist")
     if not path.is_dir():
         raise ViewerError(f"{path} is not a directory (give a run directory)")
-    if (path / "sweep.json").exists():
+    if is_sweep(path):
         example = next(iter(sorted(path.glob("runs/*/rep_0"))), None)
         shown = example if example is not None else f"{path}/runs/<condition>/rep_0"
         raise ViewerError(f"{path} is a sweep: view its runs, e.g. socialgym view {shown}")
-    if (path / "discussions.jsonl").is_file():
+    if (path / layout.DISCUSSIONS).is_file():
         return
-    if not any((path / name).is_file() for name in ("rounds.csv", "events.jsonl")):
-        if (path / "summary.json").is_file():
-            raise ViewerError(f"{path} is not a run directory socialgym wrote: it has a summary.json but no "
-                              "rounds.csv or events.jsonl (a feed run) and no discussions.jsonl (a moderation run)")
-        raise ViewerError(f"{path} is not a run directory: none of rounds.csv, summary.json, events.jsonl "
-                          "(or a moderation run's discussions.jsonl) is there")
+    if not any((path / name).is_file() for name in (f"{layout.ROUNDS}", f"{layout.EVENTS}")):
+        if (path / layout.SUMMARY).is_file():
+            raise ViewerError(f"{path} is not a run directory socialgym wrote: it has a {layout.SUMMARY} but no "
+                              f"{layout.ROUNDS} or {layout.EVENTS} (a feed run) and no {layout.DISCUSSIONS} (a moderation run)")
+        raise ViewerError(f"{path} is not a run directory: none of {layout.ROUNDS}, {layout.SUMMARY}, {layout.EVENTS} "
+                          f"(or a moderation run's {layout.DISCUSSIONS}) is there")
 
 
 # ------------------------------------------------------------------------------ config, rounds.csv
 def _read_config(path: Path, notices: list[str]) -> tuple[str | None, dict]:
-    file = path / "config.yaml"
+    file = path / layout.CONFIG
     if not file.is_file():
         return None, {}
     try:
@@ -301,7 +283,7 @@ def _read_config(path: Path, notices: list[str]) -> tuple[str | None, dict]:
         import yaml
         config = yaml.safe_load(text)
     except Exception:                      # noqa: BLE001 - any YAML problem: show the text only
-        notices.append("config.yaml could not be parsed; settings from it (λ of groups, logging) are not used.")
+        notices.append(f"{layout.CONFIG} could not be parsed; settings from it (λ of groups, logging) are not used.")
         config = None
     if len(text) > MAX_CONFIG_CHARS:
         text = text[:MAX_CONFIG_CHARS] + "\n… (cut)"
@@ -310,26 +292,26 @@ def _read_config(path: Path, notices: list[str]) -> tuple[str | None, dict]:
 
 def _read_rounds(file: Path, notices: list[str]) -> dict[str, list[str]] | None:
     if not file.is_file():
-        notices.append("No rounds.csv: rewards and action counts per round are not available.")
+        notices.append(f"No {layout.ROUNDS}: rewards and action counts per round are not available.")
         return None
     try:
         header, rows = read_csv(file, errors="replace")
     except (OSError, csv.Error) as exc:
-        notices.append(f"rounds.csv could not be read ({type(exc).__name__}): rewards are not shown.")
+        notices.append(f"{layout.ROUNDS} could not be read ({type(exc).__name__}): rewards are not shown.")
         return None
     if not header:
         return None                           # empty: killed before its first round was written
     if "round" not in header or "agent" not in header:
-        notices.append("rounds.csv has no round/agent columns: rewards are not shown.")
+        notices.append(f"{layout.ROUNDS} has no round/agent columns: rewards are not shown.")
         return None
     short = sum(1 for row in rows if len(row) != len(header))
     if short:
-        notices.append(f"rounds.csv: {_plural(short, 'row')} with the wrong number of cells skipped "
+        notices.append(f"{layout.ROUNDS}: {plural(short, 'row')} with the wrong number of cells skipped "
                        "(a line being written when the run stopped?).")
     rows = [row for row in rows if len(row) == len(header)]
     missing = [c for c in ("SOC", "total", "POST") if c not in header]
     if missing:
-        notices.append(f"rounds.csv lacks the columns {', '.join(missing)} (a socialgym run's rounds.csv has "
+        notices.append(f"{layout.ROUNDS} lacks the columns {', '.join(missing)} (a socialgym run's {layout.ROUNDS} has "
                        "them); those values are not shown.")
     return {name: [row[j] for row in rows] for j, name in reversed(list(enumerate(header)))}
 
@@ -357,7 +339,7 @@ def _fill_rounds(cols, agents: _Agents, rewards, counts, groups, policies, coach
                 v = _int(cols[name][k])
                 counts[r - 1, i, c] = -1 if v is None else v
     if bad:
-        notices.append(f"rounds.csv: {_plural(bad, 'row')} name an unknown agent or round and were skipped.")
+        notices.append(f"{layout.ROUNDS}: {plural(bad, 'row')} name an unknown agent or round and were skipped.")
 
 
 def _lambdas(personas: dict, config: dict, names: list[str], groups: list[str]) -> dict:
@@ -384,9 +366,9 @@ def _lambdas(personas: dict, config: dict, names: list[str], groups: list[str]) 
         lam = as_dict(p.get("lambdas"))
         source = "persona"
         if lam is None and groups[i] in by_group:
-            lam, source = as_dict(by_group[groups[i]]), f"group {groups[i]} in config.yaml"
+            lam, source = as_dict(by_group[groups[i]]), f"group {groups[i]} in {layout.CONFIG}"
         if lam is None and default is not None and as_dict(default) is not None:
-            lam, source = as_dict(default), "env.rewards.lambdas in config.yaml"
+            lam, source = as_dict(default), f"env.rewards.lambdas in {layout.CONFIG}"
         if lam is None:
             lam, source = dict.fromkeys(REWARD_NAMES, 1 / len(REWARD_NAMES)), "uniform (default)"
         out[name] = {"values": lam, "source": source}
@@ -395,16 +377,16 @@ def _lambdas(personas: dict, config: dict, names: list[str], groups: list[str]) 
 
 # ------------------------------------------------------------------------------ events.jsonl
 def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: dict) -> dict:
-    file = path / "events.jsonl"
+    file = path / layout.EVENTS
     empty = {"present": False, "rounds": [], "topics": [], "interventions": [],
              "items": _items_table([], [], agents),
              "votes": _votes_table([]), "ties": _ties_table([])}
     if not file.is_file():
         if logging_cfg.get("events") is False:
-            notices.append("No events.jsonl (logging.events: false): no posts, comments, DMs, votes or tie updates "
+            notices.append(f"No {layout.EVENTS} (logging.events: false): no posts, comments, DMs, votes or tie updates "
                            "to show; rewards and tie matrices only.")
         else:
-            notices.append("No events.jsonl: no posts, comments, DMs, votes or tie updates to show.")
+            notices.append(f"No {layout.EVENTS}: no posts, comments, DMs, votes or tie updates to show.")
         return empty
     items, votes, ties, interventions = [], [], [], []
     bad, other = 0, 0
@@ -443,12 +425,12 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
             else:
                 other += 1
     except OSError as exc:
-        notices.append(f"events.jsonl could not be read to the end ({type(exc).__name__}).")
+        notices.append(f"{layout.EVENTS} could not be read to the end ({type(exc).__name__}).")
     if bad:
-        notices.append(f"events.jsonl: {_plural(bad, 'line')} could not be read (not JSON, or missing fields) and "
+        notices.append(f"{layout.EVENTS}: {plural(bad, 'line')} could not be read (not JSON, or missing fields) and "
                        "were skipped.")
     if other:
-        notices.append(f"events.jsonl: {_plural(other, 'line')} of an unknown kind were ignored.")
+        notices.append(f"{layout.EVENTS}: {plural(other, 'line')} of an unknown kind were ignored.")
     topics = sorted({str(e.get("topic")) for _, _, e in items if e.get("topic") is not None})
     rounds = sorted({r for r, _, _ in items} | {v[0] for v in votes} | {t[0] for t in ties})
     return {"present": True, "rounds": rounds, "topics": topics, "interventions": interventions,
@@ -520,12 +502,12 @@ def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_c
     (the messages after the system prompt), reply]. Prompts repeat most of their lines (instructions,
     the user list, the persona), so every distinct line is stored once in ``lines`` and a message is
     the list of its line numbers (joined with newlines again on the page); system prompts likewise."""
-    file = path / "transcripts.jsonl"
+    file = path / layout.TRANSCRIPTS
     out: dict[str, Any] = {"present": False, "lines": [], "system": [], "entries": {}, "clipped": False}
     if not file.is_file():
         why = ("logging.transcripts: false" if logging_cfg.get("transcripts") is False
                else "logging.transcripts: false, or no LLM agents")
-        notices.append(f"No transcripts.jsonl ({why}): the feeds the agents were shown, their plans, vote replies "
+        notices.append(f"No {layout.TRANSCRIPTS} ({why}): the feeds the agents were shown, their plans, vote replies "
                        "and coach tips are not available (scripted agents send no LLM requests).")
         return out
     out["present"] = True
@@ -555,9 +537,9 @@ def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_c
             rows.append((agent, [r if r is not None else -1, str(e.get("purpose", "")), bool(e.get("cached")),
                                  sys_k, rest, reply]))
     except OSError as exc:
-        notices.append(f"transcripts.jsonl could not be read to the end ({type(exc).__name__}).")
+        notices.append(f"{layout.TRANSCRIPTS} could not be read to the end ({type(exc).__name__}).")
     if bad:
-        notices.append(f"transcripts.jsonl: {_plural(bad, 'line')} could not be read and were skipped.")
+        notices.append(f"{layout.TRANSCRIPTS}: {plural(bad, 'line')} could not be read and were skipped.")
     system_texts = list(systems)
     size = sum(len(s) for s in system_texts) + sum(len(c) for _, row in rows for _, c in row[4]) \
         + sum(len(row[5]) for _, row in rows)
@@ -567,7 +549,7 @@ def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_c
         for _, row in rows:
             row[4] = [[role, _clip(c, PROMPT_CLIP)] for role, c in row[4]]
             row[5] = _clip(row[5], PROMPT_CLIP)
-        notices.append(f"transcripts.jsonl is large ({size:,} characters of prompts and replies): each prompt and reply "
+        notices.append(f"{layout.TRANSCRIPTS} is large ({size:,} characters of prompts and replies): each prompt and reply "
                        f"is cut to {PROMPT_CLIP:,} characters in this page; the file has them in full.")
     line_index: dict[str, int] = {}
 
@@ -594,15 +576,6 @@ def _clip(text: str, limit: int) -> str:
 
 
 # ------------------------------------------------------------------------------ ties, layout, network
-def _tie_files(path: Path) -> dict[int, Path]:
-    out = {}
-    for p in (path / "ties").glob("round_*.npz"):
-        m = re.fullmatch(r"round_(\d+)\.npz", p.name)
-        if m and int(m.group(1)) >= 1:
-            out[int(m.group(1))] = p
-    return out
-
-
 def _read_ties(path: Path, n: int, T: int, files: dict[int, Path], notices: list[str],
                logging_cfg: dict) -> tuple[dict, dict]:
     """Per round the CSR arrays of W (float32, as stored), and node positions from a spring
@@ -634,10 +607,10 @@ def _read_ties(path: Path, n: int, T: int, files: dict[int, Path], notices: list
     missing = [r for r in range(1, T + 1) if r not in files]
     if T and len(missing) == T:
         why = " (logging.ties: false)" if logging_cfg.get("ties") is False else ""
-        notices.append(f"No tie matrices (ties/round_*.npz){why}: the tie graph and the agents' strongest ties are "
+        notices.append(f"No tie matrices ({layout.TIES}/round_*.npz){why}: the tie graph and the agents' strongest ties are "
                        "not shown.")
     elif missing:
-        notices.append(f"No tie matrix for {_plural(len(missing), 'round')}: {_ranges(missing)}.")
+        notices.append(f"No tie matrix for {plural(len(missing), 'round')}: {_ranges(missing)}.")
     if unreadable:
         notices.append(f"Tie matrices that could not be read: rounds {_ranges(unreadable)}.")
     if wrong:
@@ -663,8 +636,8 @@ def _layout(union, n: int) -> dict:
         G.add_nodes_from(range(n))
         coo = union.tocoo()
         G.add_weighted_edges_from((int(i), int(j), float(w)) for i, j, w in zip(coo.row, coo.col, coo.data) if i < j)
-        layout = nx.spring_layout(G, seed=LAYOUT_SEED, weight="weight")
-        pos = np.array([layout[i] for i in range(n)], dtype=float)
+        positions = nx.spring_layout(G, seed=LAYOUT_SEED, weight="weight")
+        pos = np.array([positions[i] for i in range(n)], dtype=float)
         method = f"networkx spring_layout (seed {LAYOUT_SEED}) over the union of all rounds' W_ud"
     else:
         pos = np.random.default_rng(LAYOUT_SEED).uniform(-1, 1, size=(n, 2))

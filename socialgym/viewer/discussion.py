@@ -1,6 +1,6 @@
 """A moderation run directory (``socialgym moderation`` output) read into the viewer's dict.
 
-One record per line of ``discussions.jsonl`` (see ``socialgym/experiments/moderation.py``:
+One record per line of ``discussions.jsonl`` (see ``socialgym/experiments/studies/moderation.py``:
 ``run_one``): the strategy, the discussion index, topic, users and roles, and the turns with the
 moderator's warnings and bans and the annotators' mean toxicity and argument quality per user
 comment. Damaged lines are skipped and counted in ``notices``.
@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from socialgym.discussion import MODERATOR, STRATEGIES, STRATEGY_LABELS
-from socialgym.experiments.files import read_jsonl, to_float
-from socialgym.viewer.data import FORMAT, _plural, _read_json
+from socialgym.rundir.files import read_jsonl, to_float
+from socialgym.viewer.data import FORMAT, plural, read_json_noting
+from socialgym.rundir import layout
 
 TURN_KEYS = ("turn", "user_turn", "agent", "username", "role", "text", "mentions", "warned", "banned",
              "content_id", "toxicity", "argument_quality", "toxicity_ratings", "argument_quality_ratings",
@@ -26,19 +27,19 @@ def load_discussions(run_dir: str | Path) -> dict:
     notices: list[str] = []
     records, bad = [], 0
     try:
-        for rec, _ in read_jsonl(path / "discussions.jsonl"):
+        for rec, _ in read_jsonl(path / layout.DISCUSSIONS):
             if rec is None or not isinstance(rec.get("turns"), list) or not isinstance(rec.get("strategy"), str):
                 bad += 1
                 continue
             records.append(_record(rec))
     except OSError as exc:
-        notices.append(f"discussions.jsonl could not be read to the end ({type(exc).__name__}).")
+        notices.append(f"{layout.DISCUSSIONS} could not be read to the end ({type(exc).__name__}).")
     if bad:
-        notices.append(f"discussions.jsonl: {_plural(bad, 'line')} could not be read and were skipped (a line "
+        notices.append(f"{layout.DISCUSSIONS}: {plural(bad, 'line')} could not be read and were skipped (a line "
                        "being written when the run stopped?).")
     if not records:
-        notices.append("No finished discussion in discussions.jsonl yet: nothing to show.")
-    config = _read_json(path / "config.json", notices)
+        notices.append(f"No finished discussion in {layout.DISCUSSIONS} yet: nothing to show.")
+    config = read_json_noting(path / "config.json", notices)
     config = config if isinstance(config, dict) else {}
     planned = config.get("discussions")
     strategies_cfg = config.get("strategies") if isinstance(config.get("strategies"), list) else None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from socialgym.viewer.data import ViewerError, check_run_dir, load_run
+from socialgym.rundir import layout
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 _ASSETS = ("viewer.js", "viewer.css")
@@ -76,7 +77,7 @@ FEED_BODY = """
  <button id="close-agent" type="button" title="close (Esc)">× close</button>
  <div id="agent-content"></div>
 </section>
-<details id="config"><summary>config.yaml</summary><pre id="config-text"></pre></details>
+<details id="config"><summary>{config_file}</summary><pre id="config-text"></pre></details>
 """
 
 DISCUSSION_BODY = """
@@ -130,9 +131,10 @@ def render(data: dict) -> str:
     if data.get("kind") == "discussion":
         body = DISCUSSION_BODY.format(name=name)
     else:
-        link = ('<a id="report-link" href="report.html">report.html</a> (summary tables and plots)'
+        link = (f'<a id="report-link" href="{layout.REPORT}">{layout.REPORT}</a> (summary tables and plots)'
                 if data.get("report") else "")
-        body = FEED_BODY.format(name=name, T=int(data["T"]), theta=data.get("theta", 0.1), report_link=link)
+        body = FEED_BODY.format(name=name, T=int(data["T"]), theta=data.get("theta", 0.1), report_link=link,
+                                config_file=layout.CONFIG)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -158,7 +160,7 @@ def load(run_dir: str | os.PathLike) -> dict:
     path = Path(run_dir)
     check_run_dir(path)
     try:
-        if (path / "discussions.jsonl").is_file():
+        if (path / layout.DISCUSSIONS).is_file():
             from socialgym.viewer.discussion import load_discussions
             return load_discussions(path)
         return load_run(path)
@@ -179,9 +181,9 @@ def build_viewer(run_dir: str | os.PathLike, out: str | os.PathLike | None = Non
     partial run (killed, transcripts or events not logged, tie matrices missing, damaged lines)
     gets a page whose ``#notices`` says what is missing."""
     data = load(run_dir)
-    target = Path(run_dir) / "viewer.html" if out is None else Path(out)
+    target = Path(run_dir) / layout.VIEWER if out is None else Path(out)
     if target.is_dir():
-        target = target / "viewer.html"
+        target = target / layout.VIEWER
     text = render(data)
     tmp = target.with_name(target.name + ".tmp")
     try:

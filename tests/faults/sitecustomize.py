@@ -3,7 +3,7 @@
 tests/conftest.py puts this directory on PYTHONPATH, so every Python subprocess of a test
 session (``python -m socialgym.cli ...``, sweep workers started with "spawn") runs this file at
 start-up. With ``SOCIALGYM_KILL_AT="<round>:<act|outputs|checkpoint>"`` in its environment the
-process installs a runner fault hook (``socialgym.experiments.runner._fault_hook``) that makes
+process installs a runner fault hook (``socialgym.experiments.run.runner._fault_hook``) that makes
 it SIGKILL itself at that point of that round: after the act step; after the round's files are
 written, before the checkpoint; after the new checkpoint is written, before it replaces the old
 one. Without the variable it does nothing and imports nothing.
@@ -17,7 +17,7 @@ import os
 def _arm(spec: str) -> None:
     import signal
 
-    from socialgym.experiments import runner
+    from socialgym.experiments.run import runner
 
     r, point = spec.split(":")
     target = (int(r), point)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import gc
 from collections import deque
 from dataclasses import dataclass
@@ -22,23 +21,25 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from socialgym.config import REWARD_NAMES, FeedConfig
-from socialgym.envs.feed.encoding import DM_FEATURES, FEED_ITEM_FEATURES, PHASES, SELF_FEATURES, ActionLayout
+from socialgym.envs.feed.encoding import ActionLayout
+from socialgym.envs.feed.feeds import check_feed, group_inbox
+from socialgym.envs.feed.interventions import FeedInterventions
+from socialgym.envs.feed.measures import FeedMeasures
 from socialgym.envs.feed.observations import ObservationBuilder, ObservedState
 from socialgym.envs.feed.parsing import (
-    ActParser, InvalidAction, RoundState, SlotColumns, invalid_error, numeric_matrix, numeric_payload,
-    parse_numeric_votes, parse_votes, stack_numeric,
+    ActParser, RoundState, SlotColumns, collect_votes, invalid_handler, numeric_matrix, parse_numeric_votes,
+    route_payloads,
 )
-from socialgym.envs.feed.spaces import DM_KEYS, ITEM_KEYS, Choice, IdSequence, ItemList, RewardDict
-from socialgym.platform.actions import DM, POST, RoundActions, RoundBatch, RoundTranscript
+from socialgym.envs.feed.spaces import feed_observation_space
+from socialgym.platform.actions import DM, RoundActions, RoundBatch, RoundTranscript
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary, topic_problem
 from socialgym.platform.validation import NotResetError, check_seed
-from socialgym.recommenders import EMPTY, FeedRequest, Reranker, apply_reranking, make_recommender
+from socialgym.recommenders import EMPTY, FeedRequest, apply_reranking, make_recommender
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
 from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_interest_ties, main_interests
 
-_MISSING = object()
 # Attributes a step rebinds (never writes in place), restored by reference when a step fails.
 _STEP_ATTRS = ("round", "phase", "agents", "_feed", "_vote_items", "_inbox", "_inbox_ids", "_inbox_ptr",
                "_prev_dm_sender", "_prev_dm_recipient", "_last", "_pending", "last_round", "_seen_feed",
@@ -58,8 +59,13 @@ class RoundRecord:
     invalid: dict
 
 
-class FeedEnv(ParallelEnv):
-    """Social-media feed platform. Construct with ``socialgym.parallel_env(**config)``."""
+class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
+    """Social-media feed platform. Construct with ``socialgym.parallel_env(**config)``.
+
+    The state and the step live here; the intervention API (``add_ties``, ``set_recommender``,
+    ``refresh_feeds``, ...) comes from :class:`~socialgym.envs.feed.interventions.FeedInterventions`
+    and the metrics (``exposure_metrics``, ``network_metrics``, ...) from
+    :class:`~socialgym.envs.feed.measures.FeedMeasures`."""
 
     metadata = {"name": "socialgym_feed_v0", "render_modes": ["human", "ansi"],
                 "is_parallelizable": True}
@@ -114,42 +120,9 @@ class FeedEnv(ParallelEnv):
         space = self._observation_spaces.get(agent)
         if space is None:
             self._check_agent(agent)
-            space = self._build_observation_space(agent)
+            space = feed_observation_space(self.config, self.layout, self.agents_all, agent)
             self._observation_spaces[agent] = space
         return space
-
-    def _build_observation_space(self, agent: str) -> spaces.Dict:
-        cfg = self.config
-        entries: dict[str, spaces.Space] = {}
-        numeric = {
-            "phase": spaces.Discrete(2),
-            "round": spaces.Discrete(cfg.max_rounds + 2),
-            "self": spaces.Box(-1.0, np.inf, (len(SELF_FEATURES),), np.float32),
-            "feed": spaces.Box(-1.0, np.inf, (cfg.feed_size, len(FEED_ITEM_FEATURES)), np.float32),
-            "dms": spaces.Box(-1.0, np.inf, (cfg.dm_inbox_size, len(DM_FEATURES)), np.float32),
-            "vote_items": spaces.Box(-1.0, np.inf, (cfg.vote_feed_size, len(FEED_ITEM_FEATURES)), np.float32),
-        }
-        if cfg.obs_format == "numeric":
-            entries.update(numeric)
-        else:
-            entries.update({
-                "phase": Choice(PHASES),
-                "round": spaces.Discrete(cfg.max_rounds + 2),
-                "agent": Choice((agent,)),
-                "n_actions": Choice((cfg.n_actions,)),
-                "users": IdSequence(self.agents_all),
-                "feed": ItemList(ITEM_KEYS, cfg.feed_size),
-                "dms": ItemList(DM_KEYS, None),
-                "topics": IdSequence(None),
-                "last_rewards": RewardDict(REWARD_NAMES + ("total",)),
-                "lambdas": RewardDict(REWARD_NAMES),
-                "vote_items": ItemList(ITEM_KEYS, cfg.vote_feed_size),
-            })
-            if cfg.obs_format == "both":
-                entries["numeric"] = spaces.Dict(numeric)
-        if cfg.action_masks:
-            entries["action_mask"] = spaces.Tuple([spaces.MultiBinary(int(k)) for k in self.layout.nvec])
-        return spaces.Dict(entries)
 
     def _check_agent(self, agent: str) -> None:
         if agent not in self._agent_index:
@@ -333,35 +306,7 @@ class FeedEnv(ParallelEnv):
             self.recommender.load_state_dict(rec_state)
 
     def _invalid_handler(self, invalid: dict, phase: str):
-        strict = self.config.invalid_actions == "strict"
-
-        def handle(agent: int, err: InvalidAction) -> None:
-            if strict:
-                raise invalid_error(self.agents_all[agent], err)
-            invalid.setdefault(agent, []).append(err.record(phase))
-        return handle
-
-    def _route_payloads(self, actions: dict, key: str, missing: str, handle, structured) -> tuple[np.ndarray, list]:
-        """Route every agent's payload of one step, in agent order: a missing or undecodable one
-        to ``handle``, a structured one to ``structured(agent, payload)``; the numeric ones are
-        returned (agent indices, vectors) for one vectorised parse."""
-        numeric_agents, numeric_vectors = [], []
-        for i, agent in enumerate(self.agents_all):
-            payload = actions.get(agent, _MISSING)
-            if payload is _MISSING:
-                handle(i, InvalidAction(None, key, missing))
-                continue
-            try:
-                vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, key)
-            except InvalidAction as err:
-                handle(i, err)
-                continue
-            if vector is not None:
-                numeric_agents.append(i)
-                numeric_vectors.append(vector)
-            else:
-                structured(i, payload)
-        return np.asarray(numeric_agents, np.int64), numeric_vectors
+        return invalid_handler(self.agents_all, invalid, phase, self.config.invalid_actions == "strict")
 
     def _round_state(self) -> RoundState:
         """What the action and vote parsers read, as the platform stands before a step."""
@@ -375,8 +320,8 @@ class FeedEnv(ParallelEnv):
         handle = self._invalid_handler(invalid, "act")
         parser = ActParser(self._round_state())
         cols = SlotColumns()
-        numeric_agents, numeric_vectors = self._route_payloads(
-            actions, "actions", "no action given for this agent", handle,
+        numeric_agents, numeric_vectors = route_payloads(
+            self.agents_all, actions, "actions", "no action given for this agent", handle,
             lambda i, payload: parser.parse_structured(i, payload, cols, lambda err: handle(i, err)))
         parser.parse_numeric(numeric_agents, numeric_vectors, cols, handle)
         self._commit_act(cols, invalid)
@@ -388,41 +333,18 @@ class FeedEnv(ParallelEnv):
 
     def _commit_act(self, cols: SlotColumns, invalid: dict) -> None:
         """Store the validated actions and choose every agent's vote items."""
-        actions, texts = self._round_actions(cols)
+        actions, texts = cols.to_actions(self.vocab, self.config.n_agents, self.config.n_actions, self.round)
+        self._grow_seen(len(self.vocab))
         self.content.append_batch(actions, texts)
         pool = actions.content_id[actions.is_public]
         self._vote_items = self._recommend(pool, self.config.vote_feed_size, "vote")
         self._pending = (actions, texts, invalid)
         self.phase = "vote"
 
-    def _round_actions(self, cols: SlotColumns) -> tuple[RoundActions, list]:
-        """Columns in (agent, slot) order, new topics added to the vocabulary in that order."""
-        order = np.lexsort((np.asarray(cols.slot, np.int64), np.asarray(cols.sender, np.int64)))
-        topics = [cols.topic[k] for k in order]
-        topic_ids = np.array([t if isinstance(t, int) else self.vocab.add(t) for t in topics], dtype=np.int32)
-        self._grow_seen(len(self.vocab))
-        position = np.empty(len(order), dtype=np.int64)
-        position[order] = np.arange(len(order))          # old row -> row in (agent, slot) order
-        m_row = position[np.concatenate(cols.mention_row)] if cols.mention_row else np.zeros(0, np.int64)
-        m_agent = np.concatenate(cols.mention_agent) if cols.mention_agent else np.zeros(0, np.int64)
-        m_order = np.argsort(m_row, kind="stable")
-        actions = RoundActions(
-            n_agents=self.config.n_agents, n_actions=self.config.n_actions, round=self.round,
-            sender=np.asarray(cols.sender, np.int32)[order],
-            kind=np.asarray(cols.kind, np.int8)[order],
-            recipient=np.asarray(cols.recipient, np.int32)[order],
-            target_id=np.asarray(cols.target_id, np.int64)[order],
-            topic=topic_ids,
-            sentiment=np.asarray(cols.sentiment, np.float64)[order],
-            mention_action=m_row[m_order],
-            mention_agent=m_agent[m_order].astype(np.int32, copy=False),
-        )
-        return actions, [cols.text[k] for k in order]
-
     def _vote_step(self, actions: dict):
         invalid = self._pending[2]
         handle = self._invalid_handler(invalid, "vote")
-        components, totals, done = self._commit_vote(*self._collect_votes(actions, handle))
+        components, totals, done = self._commit_vote(*collect_votes(self._round_state(), actions, handle))
         obs = self._observe()
         rewards = dict(zip(self.agents, totals.tolist()))
         comp_rows = components.tolist()
@@ -478,24 +400,6 @@ class FeedEnv(ParallelEnv):
         self._vote_items = np.full_like(self._vote_items, EMPTY)
         return components, totals, done
 
-    def _collect_votes(self, actions: dict, handle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        state = self._round_state()
-        voter_parts, item_parts, value_parts = [], [], []
-
-        def structured(i: int, payload) -> None:
-            votes = parse_votes(state, i, payload, lambda err: handle(i, err))
-            if votes:
-                voter_parts.append(np.full(len(votes), i, np.int32))
-                item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
-                value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
-        numeric_agents, numeric_vectors = self._route_payloads(
-            actions, "votes", "no votes given for this agent (send {'votes': {}})", handle, structured)
-        agents, matrix = stack_numeric(numeric_agents, numeric_vectors, self.layout, "votes", handle)
-        parts = parse_numeric_votes(state, agents, matrix, handle)
-        for part, out in zip(parts, (voter_parts, item_parts, value_parts)):
-            out.append(part)
-        return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
-
     # ---------------------------------------------------------------- platform bookkeeping
     def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
         """Ask the recommender for every agent's list; ``pool`` is sorted ascending."""
@@ -504,47 +408,13 @@ class FeedEnv(ParallelEnv):
                               round=self.round, content=self.content, ties=self.tie_matrix, n_agents=n,
                               tie_lookup=self._tie_lookup)
         raw = self.recommender.recommend(request, self.rng)
-        return self._check_feed(np.asarray(raw), pool, k, phase)
-
-    def _check_feed(self, feed: np.ndarray, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
-        """Reject a recommender's output that breaks specification §5; compact it to fill from slot 0."""
-        n = self.config.n_agents
-        name = getattr(self.recommender, "name", type(self.recommender).__name__)
-        if feed.ndim != 2 or feed.shape[0] != n or feed.shape[1] > k or feed.dtype.kind not in "iu":
-            raise ValueError(f"recommender {name!r} must return an integer array of shape ({n}, <= {k}), "
-                             f"got shape {feed.shape} dtype {feed.dtype}")
-        feed = feed.astype(np.int64, copy=False)
-        present = feed >= 0
-        if np.any(feed < EMPTY):
-            raise ValueError(f"recommender {name!r} returned negative ids other than -1 (empty)")
-        in_pool = np.zeros(len(self.content), dtype=bool)
-        in_pool[pool] = True
-        if np.any(feed >= len(self.content)) or not np.all(in_pool[feed[present]]):
-            raise ValueError(f"recommender {name!r} returned ids outside the candidate pool ({phase} phase)")
-        author = self.content.column("author")
-        # an empty store (nothing valid was created yet, lenient mode) has no rows to index
-        own = present & (author[np.maximum(feed, 0)] == np.arange(n)[:, None]) if len(author) else present
-        if own.any():
-            raise ValueError(f"recommender {name!r} showed agents their own items ({phase} phase)")
-        srt = np.sort(feed, axis=1)
-        if np.any((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)):
-            raise ValueError(f"recommender {name!r} repeated an item within one list ({phase} phase)")
-        out = np.full((n, k), EMPTY, dtype=np.int64)
-        order = np.argsort(~present, axis=1, kind="stable")
-        out[:, : feed.shape[1]] = np.take_along_axis(feed, order, axis=1)
-        return out
+        return check_feed(np.asarray(raw), pool, k, phase, self.recommender, self.content, n)
 
     def _set_inbox(self, dm_ids: np.ndarray) -> None:
         """Last round's DMs grouped by recipient, newest first."""
-        n = self.config.n_agents
         recipients = self.content.column("recipient")[dm_ids] if len(dm_ids) else np.zeros(0, np.int32)
-        order = np.lexsort((-dm_ids, recipients))
-        self._inbox_ids = dm_ids[order]
-        self._inbox_ptr = np.searchsorted(recipients[order], np.arange(n + 1))
-        rank = np.arange(len(order)) - self._inbox_ptr[recipients[order]]
-        keep = rank < self.config.dm_inbox_size
-        self._inbox = np.full((n, self.config.dm_inbox_size), EMPTY, dtype=np.int64)
-        self._inbox[recipients[order][keep], rank[keep]] = self._inbox_ids[keep]
+        self._inbox, self._inbox_ids, self._inbox_ptr = group_inbox(dm_ids, recipients, self.config.n_agents,
+                                                                    self.config.dm_inbox_size)
 
     def _grow_seen(self, n_topics: int) -> None:
         width = self._seen_feed.shape[1]
@@ -606,178 +476,6 @@ class FeedEnv(ParallelEnv):
         """Current W as scipy.sparse CSR (n x n); ``W[v, u]`` = tie from v to u."""
         self._require_state("tie_matrix")
         return self.ties.matrix()
-
-    def _round_extras(self) -> dict:
-        """Per-round platform figures shared by every agent's info (one object, not copies)."""
-        extras = {}
-        if isinstance(self.recommender, Reranker):
-            extras["interventions"] = self.intervention_stats()
-        if self.config.exposure_in_infos:
-            extras["exposure"] = self.exposure_metrics()
-        return extras
-
-    def add_ties(self, src, dst, weight) -> None:
-        """Set W[src, dst] to at least ``weight`` (arrays or scalars; existing stronger ties stay).
-
-        For interventions on the graph, e.g. recagent's Soc-Strategy applied mid-run.
-        """
-        if "ties" not in vars(self):       # reset() calls this while it builds the state
-            raise NotResetError(self, "add_ties")
-        n = self.config.n_agents
-        src, dst = np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64))
-        weight = np.broadcast_to(np.asarray(weight, np.float64), src.shape)
-        if src.size and (src.min() < 0 or dst.min() < 0 or src.max() >= n or dst.max() >= n):
-            raise ValueError(f"add_ties: agent indices must lie in [0, {n})")
-        if np.any(src == dst):
-            raise ValueError("add_ties: no self-ties (src == dst)")
-        if not np.all(np.isfinite(weight)) or weight.min(initial=0) < 0 or weight.max(initial=0) > 1:
-            raise ValueError("add_ties: weights must lie in [0, 1]")
-        keys, first = np.unique(src.ravel() * n + dst.ravel(), return_index=True)
-        values = np.maximum(weight.ravel()[first], self.ties.weights.lookup(keys))
-        self.ties.weights.replace(1.0, keys, values, 0.0)
-
-    # ---------------------------------------------------------------- interventions between rounds
-    # Called between rounds (phase "act", before the round's act step), e.g. by the experiment
-    # runner's scheduled interventions (socialgym.experiments.interventions). After changing
-    # what the round's feeds depend on (recommender, content), call refresh_feeds().
-    def _between_rounds(self, what: str) -> None:
-        if "ties" not in vars(self):
-            raise NotResetError(self, what)
-        if self.phase != "act" or not self.agents:
-            raise RuntimeError(f"{what}: only between rounds (before a round's act step of a running episode)")
-
-    def remove_ties(self, src, dst) -> None:
-        """Delete W[src, dst] (arrays or scalars; absent ties are ignored)."""
-        self._between_rounds("remove_ties")
-        n = self.config.n_agents
-        src, dst = np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64))
-        if src.size and (src.min() < 0 or dst.min() < 0 or src.max() >= n or dst.max() >= n):
-            raise ValueError(f"remove_ties: agent indices must lie in [0, {n})")
-        keys = np.unique(src.ravel() * n + dst.ravel())
-        self.ties.weights.replace(1.0, keys, np.zeros(len(keys)), 0.0)    # zero entries are dropped
-
-    def set_recommender(self, recommender, rerank=None, *, reset: bool = True, **kwargs) -> None:
-        """Replace the recommender (a registered name with ``kwargs``, or an object), wrapped in the
-        re-ranking steps ``rerank`` (the format of the ``rerank`` config key); ``reset=False`` keeps
-        the state of a recommender object passed in (e.g. the current model under new re-rankers).
-        Takes effect at the next feed built: call :meth:`refresh_feeds` for the current round's."""
-        self._between_rounds("set_recommender")
-        rec = apply_reranking(make_recommender(recommender, **kwargs), rerank)
-        if reset:
-            rec.reset()
-        self.recommender = rec
-
-    def set_lambdas(self, agents, weights) -> None:
-        """Set the reward weights λ of ``agents`` (indices or ids) to ``weights`` (5 numbers on the
-        simplex, or a mapping component -> weight); from the next reward computed."""
-        self._between_rounds("set_lambdas")
-        from socialgym.config import _lambda_row
-        row = _lambda_row(weights, "set_lambdas weights")
-        idx = [a if isinstance(a, (int, np.integer)) else self._agent_index[a] for a in agents]
-        lam = self.lambdas.copy()
-        lam[idx] = row
-        self.lambdas = lam
-
-    #: FeedConfig fields that may change between rounds (set_param): the tie dynamics' parameters
-    RUNTIME_PARAMS = ("half_life", "xi", "delta_max", "b_rec")
-
-    def set_param(self, name: str, value) -> None:
-        """Change one of :attr:`RUNTIME_PARAMS` (validated like the config); from the next tie update."""
-        self._between_rounds("set_param")
-        if name not in self.RUNTIME_PARAMS:
-            raise ValueError(f"set_param: {name!r} cannot change during an episode; allowed: "
-                             f"{', '.join(self.RUNTIME_PARAMS)}")
-        self.config = dataclasses.replace(self.config, **{name: value})
-        t = self.ties
-        t.xi, t.delta_max, t.decay, t.b_rec = self.config.xi, self.config.delta_max, self.config.decay, \
-            self.config.b_rec
-
-    def inject_post(self, author, topic: str, text: str | None = None, sentiment: float = 0.0) -> int:
-        """Add a POST by ``author`` (index or id) on ``topic`` to the current round, before its act
-        step (so it can appear in this round's feeds after :meth:`refresh_feeds`); returns its
-        content id. It earns its author no reward this round (it is not an action of the round)."""
-        self._between_rounds("inject_post")
-        a = int(author) if isinstance(author, (int, np.integer)) else self._agent_index[author]
-        if not 0 <= a < self.config.n_agents:
-            raise ValueError(f"inject_post: author index {a} out of range")
-        if not np.isfinite(sentiment) or not -1 <= sentiment <= 1:
-            raise ValueError(f"inject_post: sentiment must lie in [-1, 1], got {sentiment!r}")
-        topic_id = self.vocab.add(str(topic))
-        self._grow_seen(len(self.vocab))
-        batch = RoundActions(n_agents=self.config.n_agents, n_actions=self.config.n_actions, round=self.round,
-                             sender=np.array([a], np.int32), kind=np.array([POST], np.int8),
-                             recipient=np.array([-1], np.int32), target_id=np.array([-1], np.int64),
-                             topic=np.array([topic_id], np.int32), sentiment=np.array([float(sentiment)]))
-        return int(self.content.append_batch(batch, [text])[0])
-
-    def refresh_feeds(self, feeds: bool = True) -> dict:
-        """Rebuild the current round's act-phase feeds (after an intervention changed the
-        recommender, the content or the ties; ``feeds=False`` keeps them) and return the new
-        observations (they show the agents' λ too)."""
-        self._between_rounds("refresh_feeds")
-        if feeds:
-            public = np.flatnonzero(self.content.public_mask())
-            self._feed = self._recommend(public, self.config.feed_size, "act")
-        return self._observe()
-
-    @property
-    def act_feeds(self) -> np.ndarray:
-        """The current round's act-phase feeds: an (n_agents, feed_size) read-only array of
-        content ids, -1 in empty slots (between rounds: the feeds the next act step shows)."""
-        self._require_state("act_feeds")
-        view = self._feed.view()
-        view.flags.writeable = False
-        return view
-
-    def exposure_metrics(self, groups=None, threshold: float | None = None) -> dict:
-        """Cocoon and exposure metrics over the act-phase feeds of the last ``exposure_window``
-        rounds (see ``socialgym.metrics.exposure_metrics``): mean topic entropy, deep-cocoon
-        share, author exposure Gini and, with groups (default ``agent_groups``, else the main
-        ``agent_interests``), per-group cocoon shares and cross-cutting exposure."""
-        from socialgym.metrics import exposure_metrics
-        self._require_state("exposure_metrics")
-        topics, authors = self._shown_window()
-        groups = self._groups() if groups is None else groups
-        threshold = self.config.cocoon_threshold if threshold is None else threshold
-        return exposure_metrics(topics, authors, max(len(self.vocab), 1), self.config.n_agents,
-                                groups=groups, threshold=threshold)
-
-    def topic_entropy(self) -> np.ndarray:
-        """Per-agent topic entropy (nats) of its act-phase feeds over the exposure window;
-        NaN for an agent shown nothing."""
-        from socialgym.metrics import topic_counts, topic_entropy
-        self._require_state("topic_entropy")
-        topics, _ = self._shown_window()
-        return topic_entropy(topic_counts(topics, max(len(self.vocab), 1)))
-
-    def _shown_window(self) -> tuple[np.ndarray, np.ndarray]:
-        n = self.config.n_agents
-        if not self._shown_history:
-            empty = np.full((n, 0), EMPTY, dtype=np.int64)
-            return empty, empty
-        ids = np.concatenate(list(self._shown_history), axis=1)
-        safe = np.maximum(ids, 0)
-        topics = np.where(ids >= 0, self.content.column("topic")[safe], EMPTY)
-        authors = np.where(ids >= 0, self.content.column("author")[safe], EMPTY)
-        return topics, authors
-
-    def _groups(self):
-        cfg = self.config
-        if cfg.agent_groups is not None:
-            return np.asarray(cfg.agent_groups)
-        if cfg.agent_interests is not None:
-            return main_interests(cfg.agent_interests, cfg.n_agents)
-        return None
-
-    def intervention_stats(self) -> dict:
-        """Cumulative counts of every re-ranking intervention (empty without any)."""
-        rec = self.recommender
-        return rec.intervention_stats() if isinstance(rec, Reranker) else {}
-
-    def network_metrics(self, threshold: float = 0.1, groups=None) -> dict:
-        from socialgym.metrics import network_metrics
-        self._require_state("network_metrics")
-        return network_metrics(self.tie_matrix(), threshold=threshold, groups=groups)
 
     def render(self) -> str | None:
         if self.render_mode is None:

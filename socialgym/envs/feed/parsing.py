@@ -17,7 +17,7 @@ import numpy as np
 
 from socialgym.config import normalise_topic
 from socialgym.envs.feed.encoding import FIELDS, ActionLayout
-from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONE_SENTIMENT, TONES
+from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONE_SENTIMENT, TONES, RoundActions
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary, topic_problem
 from socialgym.platform.validation import utf8_problem
@@ -32,6 +32,7 @@ _ALL_KEYS = set().union(*_ACTION_KEYS.values())
 
 
 _ID_PATTERN = re.compile(r"-?[0-9]+", re.ASCII)
+_MISSING = object()      # an agent without a payload in a step's dict
 
 
 class InvalidAction(Exception):
@@ -53,6 +54,41 @@ def invalid_error(agent: str, err: InvalidAction) -> ValueError:
     return ValueError(f"invalid action of {agent}, {where}, field {err.field!r}: {err.reason}")
 
 
+def invalid_handler(agent_ids: tuple[str, ...], invalid: dict, phase: str, strict: bool):
+    """``handle(agent, err)`` for one step's invalid actions: raises :func:`invalid_error`
+    (``strict``) or appends ``err.record(phase)`` to ``invalid[agent]`` (lenient)."""
+
+    def handle(agent: int, err: InvalidAction) -> None:
+        if strict:
+            raise invalid_error(agent_ids[agent], err)
+        invalid.setdefault(agent, []).append(err.record(phase))
+    return handle
+
+
+def route_payloads(agent_ids: tuple[str, ...], actions: Mapping, key: str, missing: str, handle,
+                   structured) -> tuple[np.ndarray, list]:
+    """Route every agent's payload of one step, in agent order: a missing or undecodable one
+    to ``handle``, a structured one to ``structured(agent, payload)``; the numeric ones are
+    returned (agent indices, vectors) for one vectorised parse."""
+    numeric_agents, numeric_vectors = [], []
+    for i, agent in enumerate(agent_ids):
+        payload = actions.get(agent, _MISSING)
+        if payload is _MISSING:
+            handle(i, InvalidAction(None, key, missing))
+            continue
+        try:
+            vector = payload if isinstance(payload, np.ndarray) else numeric_payload(payload, key)
+        except InvalidAction as err:
+            handle(i, err)
+            continue
+        if vector is not None:
+            numeric_agents.append(i)
+            numeric_vectors.append(vector)
+        else:
+            structured(i, payload)
+    return np.asarray(numeric_agents, np.int64), numeric_vectors
+
+
 @dataclass
 class SlotColumns:
     """Accumulates parsed actions (NOTs omitted). ``topic`` holds ids or new topic strings."""
@@ -68,6 +104,31 @@ class SlotColumns:
     # mentions as pairs (row in these columns, mentioned agent), in chunks of arrays
     mention_row: list = field(default_factory=list)
     mention_agent: list = field(default_factory=list)
+
+    def to_actions(self, vocab: TopicVocabulary, n_agents: int, n_actions: int,
+                   round: int) -> tuple[RoundActions, list]:
+        """The round's actions: columns in (agent, slot) order, new topics added to ``vocab`` in
+        that order; and their texts in the same order."""
+        order = np.lexsort((np.asarray(self.slot, np.int64), np.asarray(self.sender, np.int64)))
+        topics = [self.topic[k] for k in order]
+        topic_ids = np.array([t if isinstance(t, int) else vocab.add(t) for t in topics], dtype=np.int32)
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))          # old row -> row in (agent, slot) order
+        m_row = position[np.concatenate(self.mention_row)] if self.mention_row else np.zeros(0, np.int64)
+        m_agent = np.concatenate(self.mention_agent) if self.mention_agent else np.zeros(0, np.int64)
+        m_order = np.argsort(m_row, kind="stable")
+        actions = RoundActions(
+            n_agents=n_agents, n_actions=n_actions, round=round,
+            sender=np.asarray(self.sender, np.int32)[order],
+            kind=np.asarray(self.kind, np.int8)[order],
+            recipient=np.asarray(self.recipient, np.int32)[order],
+            target_id=np.asarray(self.target_id, np.int64)[order],
+            topic=topic_ids,
+            sentiment=np.asarray(self.sentiment, np.float64)[order],
+            mention_action=m_row[m_order],
+            mention_agent=m_agent[m_order].astype(np.int32, copy=False),
+        )
+        return actions, [self.text[k] for k in order]
 
 
 @dataclass(frozen=True)
@@ -126,7 +187,32 @@ class ActParser:
                 on_invalid(err)
 
     def _parse_one(self, agent: int, slot: int, action: Any, out: SlotColumns) -> None:
-        state = self.state
+        kind = self._kind(slot, action)
+        if kind == NOT:
+            return
+        text, tone_idx = self._text_and_tone(slot, action)
+        target_id, recipient, inherited = self._target(agent, slot, kind, action)
+        topic = action.get("topic")
+        # a COM (and a DM reply) without a topic takes its target's (specification §1); a given one is checked
+        topic = inherited if topic is None and inherited is not None else self._topic(slot, topic)
+        mentions = self._mentions(agent, slot, action) if kind != DM else []
+
+        scorer = self.state.sentiment_scorer
+        sentiment = scorer(text) if text and scorer is not None else float(TONE_SENTIMENT[tone_idx])
+        out.sender.append(agent)
+        out.slot.append(slot)
+        out.kind.append(kind)
+        out.target_id.append(target_id)
+        out.recipient.append(recipient)
+        out.topic.append(topic)
+        out.sentiment.append(sentiment)
+        out.text.append(text if text else None)
+        if mentions:
+            out.mention_row.append(np.full(len(mentions), len(out.sender) - 1, dtype=np.int64))
+            out.mention_agent.append(np.asarray(mentions, dtype=np.int64))
+
+    def _kind(self, slot: int, action: Any) -> int:
+        """The action's type (an index into ACTION_TYPES), its keys checked against that type."""
         if not isinstance(action, Mapping):
             raise InvalidAction(slot, "type", f"action must be a dict, got {_short(action)}")
         kind_name = action.get("type")
@@ -142,9 +228,10 @@ class ActParser:
             raise InvalidAction(slot, stray[0], f"{ACTION_TYPES[kind]} takes no {stray}")
         if self.first_round and kind != POST:
             raise InvalidAction(slot, "type", f"round 1 allows only POST (nothing exists yet), got {ACTION_TYPES[kind]}")
-        if kind == NOT:
-            return
+        return kind
 
+    def _text_and_tone(self, slot: int, action: Mapping) -> tuple[str | None, int]:
+        """The action's text (None or a checked string) and its tone (an index into TONES)."""
         text = action.get("text")
         if text is not None and not isinstance(text, str):
             raise InvalidAction(slot, "text", f"text must be a string, got {_short(text)}")
@@ -160,7 +247,12 @@ class ActParser:
             tone_idx = TONES.index(tone.strip().lower())
         else:
             raise InvalidAction(slot, "tone", f"tone must be one of {list(TONES)}, got {_short(tone)}")
+        return text, tone_idx
 
+    def _target(self, agent: int, slot: int, kind: int, action: Mapping) -> tuple[int, int, int | None]:
+        """(target id, recipient, the topic a COM or DM reply inherits from its target or None);
+        -1 for a target or recipient the action has not."""
+        state = self.state
         target_id, recipient, inherited = -1, -1, None
         if kind == COM:
             target_id = self._content_id(slot, action.get("target_id"), "target_id", required=True)
@@ -185,12 +277,12 @@ class ActParser:
                                         f"DM {target_id} was sent by {state.agent_ids[col.column('author')[target_id]]}, "
                                         f"so a reply to it must go to them, not {state.agent_ids[recipient]}")
                 inherited = int(col.column("topic")[target_id])
-        topic = action.get("topic")
-        # a COM (and a DM reply) without a topic takes its target's (specification §1); a given one is checked
-        topic = inherited if topic is None and inherited is not None else self._topic(slot, topic)
+        return target_id, recipient, inherited
 
+    def _mentions(self, agent: int, slot: int, action: Mapping) -> list[int]:
+        """The agents a POST or COM mentions, in order, each once; a self-mention is ignored."""
         mentions: list[int] = []
-        raw_mentions = action.get("mentions") if kind != DM else None
+        raw_mentions = action.get("mentions")
         if raw_mentions is not None:
             if isinstance(raw_mentions, (str, bytes, Mapping)) or not hasattr(raw_mentions, "__iter__"):
                 raise InvalidAction(slot, "mentions", f"mentions must be a list of agent ids, got {_short(raw_mentions)}")
@@ -198,20 +290,7 @@ class ActParser:
                 idx = self._agent(slot, m, "mentions")
                 if idx != agent and idx not in mentions:  # a self-mention is ignored (specification §1)
                     mentions.append(idx)
-
-        scorer = state.sentiment_scorer
-        sentiment = scorer(text) if text and scorer is not None else float(TONE_SENTIMENT[tone_idx])
-        out.sender.append(agent)
-        out.slot.append(slot)
-        out.kind.append(kind)
-        out.target_id.append(target_id)
-        out.recipient.append(recipient)
-        out.topic.append(topic)
-        out.sentiment.append(sentiment)
-        out.text.append(text if text else None)
-        if mentions:
-            out.mention_row.append(np.full(len(mentions), len(out.sender) - 1, dtype=np.int64))
-            out.mention_agent.append(np.asarray(mentions, dtype=np.int64))
+        return mentions
 
     def _content_id(self, slot: int, value: Any, name: str, required: bool) -> int:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -532,6 +611,26 @@ def parse_numeric_votes(state: RoundState, agents: np.ndarray, matrix: np.ndarra
         return (agents[a_idx].astype(np.int32, copy=False), slots[a_idx, v_idx],
                 (codes[a_idx, v_idx] - 1).astype(np.int8, copy=False))
     return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int8)
+
+
+def collect_votes(state: RoundState, actions: Mapping, handle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every agent's vote payload of one step (structured or numeric) -> the (voters, items,
+    values) of the non-zero votes; ``handle(agent, err)`` raises or records."""
+    voter_parts, item_parts, value_parts = [], [], []
+
+    def structured(i: int, payload) -> None:
+        votes = parse_votes(state, i, payload, lambda err: handle(i, err))
+        if votes:
+            voter_parts.append(np.full(len(votes), i, np.int32))
+            item_parts.append(np.fromiter(votes.keys(), np.int64, len(votes)))
+            value_parts.append(np.fromiter(votes.values(), np.int8, len(votes)))
+    numeric_agents, numeric_vectors = route_payloads(
+        state.agent_ids, actions, "votes", "no votes given for this agent (send {'votes': {}})", handle, structured)
+    agents, matrix = stack_numeric(numeric_agents, numeric_vectors, state.layout, "votes", handle)
+    parts = parse_numeric_votes(state, agents, matrix, handle)
+    for part, out in zip(parts, (voter_parts, item_parts, value_parts)):
+        out.append(part)
+    return np.concatenate(voter_parts), np.concatenate(item_parts), np.concatenate(value_parts)
 
 
 def _vote_key(key: Any) -> int:

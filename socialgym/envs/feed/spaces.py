@@ -2,15 +2,23 @@
 
 Gymnasium has no space for "a list of post dicts", so these small spaces validate the exact
 shape the environment emits; ``contains`` is what ``observation_space(agent)`` promises.
+:func:`feed_observation_space` builds that space from the configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from gymnasium import spaces
 from gymnasium.spaces import Space
+
+from socialgym.config import REWARD_NAMES
+from socialgym.envs.feed.encoding import DM_FEATURES, FEED_ITEM_FEATURES, PHASES, SELF_FEATURES, ActionLayout
+
+if TYPE_CHECKING:
+    from socialgym.config import FeedConfig
 
 ITEM_KEYS = ("id", "type", "author", "topic", "text", "target_id", "mentions", "likes", "dislikes", "round")
 DM_KEYS = ("id", "type", "author", "recipient", "topic", "text", "target_id", "round")
@@ -98,3 +106,39 @@ class RewardDict(Space):
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, RewardDict) and other.names == self.names
+
+
+def feed_observation_space(cfg: FeedConfig, layout: ActionLayout, agent_ids: Sequence[str],
+                           agent: str) -> spaces.Dict:
+    """The observation space of ``agent`` (``FeedEnv.observation_space``): the numeric arrays,
+    the structured lists or both (``cfg.obs_format``), with the action masks when enabled."""
+    entries: dict[str, spaces.Space] = {}
+    numeric = {
+        "phase": spaces.Discrete(2),
+        "round": spaces.Discrete(cfg.max_rounds + 2),
+        "self": spaces.Box(-1.0, np.inf, (len(SELF_FEATURES),), np.float32),
+        "feed": spaces.Box(-1.0, np.inf, (cfg.feed_size, len(FEED_ITEM_FEATURES)), np.float32),
+        "dms": spaces.Box(-1.0, np.inf, (cfg.dm_inbox_size, len(DM_FEATURES)), np.float32),
+        "vote_items": spaces.Box(-1.0, np.inf, (cfg.vote_feed_size, len(FEED_ITEM_FEATURES)), np.float32),
+    }
+    if cfg.obs_format == "numeric":
+        entries.update(numeric)
+    else:
+        entries.update({
+            "phase": Choice(PHASES),
+            "round": spaces.Discrete(cfg.max_rounds + 2),
+            "agent": Choice((agent,)),
+            "n_actions": Choice((cfg.n_actions,)),
+            "users": IdSequence(agent_ids),
+            "feed": ItemList(ITEM_KEYS, cfg.feed_size),
+            "dms": ItemList(DM_KEYS, None),
+            "topics": IdSequence(None),
+            "last_rewards": RewardDict(REWARD_NAMES + ("total",)),
+            "lambdas": RewardDict(REWARD_NAMES),
+            "vote_items": ItemList(ITEM_KEYS, cfg.vote_feed_size),
+        })
+        if cfg.obs_format == "both":
+            entries["numeric"] = spaces.Dict(numeric)
+    if cfg.action_masks:
+        entries["action_mask"] = spaces.Tuple([spaces.MultiBinary(int(k)) for k in layout.nvec])
+    return spaces.Dict(entries)

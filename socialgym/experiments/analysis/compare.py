@@ -25,9 +25,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.experiments.files import read_csv, read_json, to_float, write_csv
-from socialgym.experiments.recorder import survey_means
-from socialgym.experiments.runner import RunError
+from socialgym.rundir.files import read_csv, to_float, write_csv
+from socialgym.rundir import read_run_info, read_summary, survey_means
+from socialgym.experiments.errors import RunError
+from socialgym.rundir import layout
 
 REWARD_METRICS = (*REWARD_NAMES, "total")
 COMPARE_COLUMNS = ("round", "metric", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "n_pairs")
@@ -38,14 +39,14 @@ HEADLINE = ("total", "SOC", "INF", "PRE", "COORD", "EMO", "density", "clustering
 def replicates(path: str | Path) -> dict[int, Path]:
     """{replicate index: run directory} of one side: a run, or a folder of replicate runs."""
     path = Path(path)
-    if (path / "run.json").is_file():
-        return {int((read_json(path / "run.json") or {}).get("replicate", 0)): path}
-    runs = sorted(p for p in path.glob("rep_*") if (p / "run.json").is_file())
+    if (path / layout.RUN_INFO).is_file():
+        return {int((read_run_info(path) or {}).get("replicate", 0)): path}
+    runs = sorted(p for p in path.glob("rep_*") if (p / layout.RUN_INFO).is_file())
     if not runs:
-        raise RunError(f"{path} is neither a run directory (no run.json) nor a folder of replicate runs (rep_*)")
+        raise RunError(f"{path} is neither a run directory (no {layout.RUN_INFO}) nor a folder of replicate runs (rep_*)")
     out = {}
     for run in runs:
-        k = int((read_json(run / "run.json") or {}).get("replicate", 0))
+        k = int((read_run_info(run) or {}).get("replicate", 0))
         if k in out:
             raise RunError(f"{path}: two runs claim replicate {k} ({out[k].name}, {run.name})")
         out[k] = run
@@ -62,12 +63,12 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict
         raise RunError(f"no replicate of {a} has a partner in {b} (replicates {sorted(side_a)} vs {sorted(side_b)})")
     warnings = []
     for k in pairs:
-        sa = (read_json(side_a[k] / "run.json") or {}).get("seed")
-        sb = (read_json(side_b[k] / "run.json") or {}).get("seed")
+        sa = (read_run_info(side_a[k]) or {}).get("seed")
+        sb = (read_run_info(side_b[k]) or {}).get("seed")
         if sa != sb:
             warnings.append(f"replicate {k}: the runs have different seeds ({sa}, {sb}): the pair shares no draws")
         for side in (side_a[k], side_b[k]):
-            status = (read_json(side / "summary.json") or {}).get("status")
+            status = (read_summary(side) or {}).get("status")
             if status != "complete":
                 warnings.append(f"{side} is not complete ({status}): its missing rounds are left out")
     left = sorted(set(side_a) ^ set(side_b))
@@ -94,7 +95,7 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict
             # a difference beyond float rounding (the same sums in another order differ by ~1e-16)
             if metric not in first and any(abs(y - x) > 1e-9 * max(1.0, abs(x), abs(y)) for x, y in pairs_ab):
                 first[metric] = r
-    target = Path(out) if out is not None else Path(b) / "compare.csv"
+    target = Path(out) if out is not None else Path(b) / layout.COMPARE_CSV
     target.parent.mkdir(parents=True, exist_ok=True)
     write_csv(target, COMPARE_COLUMNS, rows)
     md = target.with_suffix(".md")
@@ -151,7 +152,7 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     numeric columns as they are, and (surveys.csv) ``survey:<survey>.<item>``: the mean numeric
     answer of the agents that answered."""
     metrics: dict[str, dict[int, float]] = {}
-    header, rows = read_csv(run / "rounds.csv")
+    header, rows = read_csv(run / layout.ROUNDS)
     columns = [c for c in REWARD_METRICS if c in header]
     sums: dict[int, list] = {}
     for row in rows:
@@ -162,14 +163,14 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     for r, (total, count) in sums.items():
         for c, v in zip(columns, total / count):
             metrics.setdefault(c, {})[r] = float(v)
-    header, rows = read_csv(run / "network.csv")
+    header, rows = read_csv(run / layout.NETWORK)
     records = [dict(zip(header, row)) for row in rows]
     for column in header:
         cells = [rec.get(column, "") for rec in records]
         if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
             continue                             # the key, or a text column
         metrics[column] = {int(rec["round"]): to_float(c) for rec, c in zip(records, cells)}
-    for key, (_, by_round, _) in survey_means(run / "surveys.csv").items():
+    for key, (_, by_round, _) in survey_means(run).items():
         metrics[f"survey:{key}"] = by_round
     return metrics
 

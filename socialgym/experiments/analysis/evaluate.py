@@ -1,7 +1,7 @@
 """Compare policies on the feed environment: same seeds, same configuration, same lambdas.
 
-    python -m socialgym.experiments.evaluate --model runs/ppo/model.pt --episodes 10 --out runs/ppo/eval
-    python -m socialgym.experiments.evaluate --model runs/ppo/model.pt --base-url http://127.0.0.1:8000/v1 --llm-model qwen2.5
+    python -m socialgym.experiments.analysis.evaluate --model runs/ppo/model.pt --episodes 10 --out runs/ppo/eval
+    python -m socialgym.experiments.analysis.evaluate --model runs/ppo/model.pt --base-url http://127.0.0.1:8000/v1 --llm-model qwen2.5
 
 Every policy plays the same episodes of a registered task (seeds ``seed .. seed+episodes-1``;
 λ one-hot, or on the mixed task drawn from each episode's seed), and the table reports, per policy, the mean
@@ -100,8 +100,8 @@ def write_table(rows: list[dict], out: Path) -> None:
 
 
 def learning_curve(log_csv: Path, out_png: Path, baselines: dict[str, float] | None = None) -> None:
-    from socialgym.experiments.files import read_records
-    from socialgym.experiments.plotting import figure, save
+    from socialgym.rundir.files import read_records
+    from socialgym.experiments.analysis.plotting import figure, save
 
     rows = read_records(log_csv)
     x = [int(r["episodes"]) for r in rows]
@@ -117,7 +117,7 @@ def learning_curve(log_csv: Path, out_png: Path, baselines: dict[str, float] | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m socialgym.experiments.evaluate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m socialgym.experiments.analysis.evaluate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="a PPO model.pt (its training task and sizes are used)")
     parser.add_argument("--task", default=None, help="a task id or objective (default: the model's, else mixed)")
@@ -132,10 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY")
     a = parser.parse_args(argv)
     from socialgym.baselines import GreedyPolicy, RandomPolicy
-    from socialgym.baselines.ppo import Args, TorchPolicy, size_overrides, task_of
+    from socialgym.baselines.ppo import Args, size_overrides, task_of
+    from socialgym.baselines.torch_policy import TorchPolicy
 
     if a.model:
-        from socialgym.baselines.ppo import read_model_file
+        from socialgym.baselines.torch_policy import read_model_file
         try:
             saved = read_model_file(a.model).get("args", {})
         except (OSError, ValueError) as exc:

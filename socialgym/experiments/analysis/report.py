@@ -8,7 +8,7 @@ file opens offline and can be mailed or archived on its own.
 
 Only numpy is imported at module level: matplotlib, scipy and networkx are imported by the
 functions that need them, so importing this module stays light. Figures come from
-``socialgym.experiments.plotting``.
+``socialgym.experiments.analysis.plotting``.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ import csv
 import html
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from socialgym.experiments.files import read_csv, read_jsonl, to_float
-from socialgym.experiments.plotting import figure, save
-from socialgym.experiments.recorder import REWARD_COLUMNS, survey_means
+from socialgym.rundir.files import read_csv, read_jsonl, to_float
+from socialgym.experiments.analysis.plotting import figure, save
+from socialgym.rundir import layout, read_run_info, survey_means
+from socialgym.rundir.layout import REWARD_COLUMNS
 
 # network.png panels; the cocoon metrics are NaN until a feed was shown, so they are drawn only
 # when they hold at least one number
@@ -124,46 +124,42 @@ def _read_events(path: Path, interventions: list | None = None) -> dict[str, int
 
 def _load_last_ties(run: _LoadedRun) -> None:
     """Attach the tie matrix of the latest round (largest number in ties/round_*.npz)."""
-    files = []
-    for p in (run.path / "ties").glob("round_*.npz"):
-        m = re.fullmatch(r"round_(\d+)\.npz", p.name)
-        if m:
-            files.append((int(m.group(1)), p))
+    files = layout.tie_files(run.path)
     if not files:
-        run.ties_note = "no tie matrices (ties/round_*.npz) in the run directory"
+        run.ties_note = f"no tie matrices ({layout.TIES}/round_*.npz) in the run directory"
         return
-    number, path = max(files)
+    number, path = max(files.items())
     import scipy.sparse as sp
     try:
         W = sp.load_npz(path).tocsr()
     except Exception as exc:                     # a truncated or foreign file: say so in the plot
-        run.ties_note = f"could not read ties/{path.name}: {exc}"
+        run.ties_note = f"could not read {layout.TIES}/{path.name}: {exc}"
         return
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        run.ties_note = f"ties/{path.name} is not a square matrix (shape {W.shape})"
+        run.ties_note = f"{layout.TIES}/{path.name} is not a square matrix (shape {W.shape})"
         return
     run.ties, run.ties_round = W, number
 
 
 def _load(run_dir: str | os.PathLike) -> _LoadedRun:
     path = Path(run_dir)
-    for required in ("rounds.csv", "summary.json"):
+    for required in (layout.ROUNDS, layout.SUMMARY):
         if not (path / required).is_file():
             raise FileNotFoundError(f"{required} not found in run directory {path}")
     try:
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads((path / layout.SUMMARY).read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise ValueError(f"{path / 'summary.json'} is not valid JSON: {exc}") from exc
+        raise ValueError(f"{path / layout.SUMMARY} is not valid JSON: {exc}") from exc
     if not isinstance(summary, dict):
-        raise ValueError(f"{path / 'summary.json'} must hold a JSON object")
+        raise ValueError(f"{path / layout.SUMMARY} must hold a JSON object")
 
-    network_path, config_path, events_path = (path / "network.csv", path / "config.yaml",
-                                              path / "events.jsonl")
+    network_path, config_path, events_path = (path / layout.NETWORK, path / layout.CONFIG,
+                                              path / layout.EVENTS)
     interventions: list = []
     run = _LoadedRun(
         path=path,
         summary=summary,
-        rounds=_read_csv(path / "rounds.csv"),
+        rounds=_read_csv(path / layout.ROUNDS),
         network=_read_csv(network_path) if network_path.is_file() else None,
         config_text=(config_path.read_text(encoding="utf-8", errors="replace")
                      if config_path.is_file() else None),
@@ -273,7 +269,7 @@ def _plot_rewards(run: _LoadedRun, path: Path) -> None:
     rounds = run.column("round")
     names = [n for n in REWARD_COLUMNS if n in run.rounds]
     if not np.isfinite(rounds).any() or not names:
-        _message_plot(path, "Mean reward per agent and round", "rounds.csv holds no rewards yet")
+        _message_plot(path, "Mean reward per agent and round", f"{layout.ROUNDS} holds no rewards yet")
         return
     fig = figure(8, 4.5)
     ax = fig.add_subplot()
@@ -307,7 +303,7 @@ def _plot_split(run: _LoadedRun, path: Path, title: str, masks: list[tuple[str, 
     rounds = run.column("round")
     names = [n for n in REWARD_COLUMNS if n in run.rounds]
     if not names:
-        _message_plot(path, title, "rounds.csv has no reward columns")
+        _message_plot(path, title, f"{layout.ROUNDS} has no reward columns")
         return
     fig = figure(11, 6)
     axes = fig.subplots(2, 3, sharex=True).ravel()
@@ -329,8 +325,8 @@ def _plot_network(run: _LoadedRun, path: Path) -> str:
     """Network metrics over rounds; returns a caption remark on what was left out."""
     title = "Network metrics per round"
     if not run.network or not run.network.get("round"):
-        _message_plot(path, title, "no network.csv rows in the run directory")
-        return "network.csv is missing or empty."
+        _message_plot(path, title, f"no {layout.NETWORK} rows in the run directory")
+        return f"{layout.NETWORK} is missing or empty."
     rounds = _floats(run.network["round"])
     panels = [n for n in NETWORK_PANELS if n in run.network]
     skipped = []
@@ -340,8 +336,8 @@ def _plot_network(run: _LoadedRun, path: Path) -> str:
         else:
             skipped.append(name)
     if not panels:
-        _message_plot(path, title, "network.csv has none of the plotted columns")
-        return "network.csv has none of the plotted columns."
+        _message_plot(path, title, f"{layout.NETWORK} has none of the plotted columns")
+        return f"{layout.NETWORK} has none of the plotted columns."
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
     fig = figure(3.7 * ncols, 2.9 * nrows)
@@ -557,10 +553,7 @@ def _summary_rows(run: _LoadedRun) -> list[tuple[str, Any]]:
 
 def _fork_info(path: Path) -> str:
     """run.json's ``fork`` record, in words (empty for a run that is no fork)."""
-    try:
-        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
+    meta = read_run_info(path)
     fork = meta.get("fork") if isinstance(meta, dict) else None
     if not isinstance(fork, dict):
         return ""
@@ -594,9 +587,9 @@ def _html(run: _LoadedRun, figures: list[tuple[Path, str]]) -> str:
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="muted">{html.escape(str(run.path.resolve()))}</p>',
         *(f'<p class="problem"><b>Problem:</b> {html.escape(str(p))}</p>' for p in _problems(run)),
-        *(['<p class="viewer"><a href="viewer.html">Open the viewer</a>: the run replayed round by round '
+        *([f'<p class="viewer"><a href="{layout.VIEWER}">Open the viewer</a>: the run replayed round by round '
            '(posts, comments and DMs, what each agent saw, its votes, rewards and ties).</p>']
-          if (run.path / "viewer.html").is_file() else []),
+          if (run.path / layout.VIEWER).is_file() else []),
         "<h2>Run summary</h2>",
         _table(_summary_rows(run)),
         "<h2>Final values</h2>",
@@ -616,12 +609,12 @@ def _html(run: _LoadedRun, figures: list[tuple[Path, str]]) -> str:
         parts.append(f'<figure><img src="{_data_uri(path)}" alt="{html.escape(path.name)}">'
                      f"<figcaption><b>{html.escape(path.name)}</b>: {html.escape(caption)}"
                      "</figcaption></figure>")
-    personas = _personas_table(run.path / "personas.json")
+    personas = _personas_table(run.path / layout.PERSONAS)
     if personas:
         parts += ["<h2>Personas</h2>", personas]
     parts.append("<h2>Configuration</h2>")
     if run.config_text is None:
-        parts.append('<p class="muted">No config.yaml in the run directory.</p>')
+        parts.append(f'<p class="muted">No {layout.CONFIG} in the run directory.</p>')
     else:
         parts.append(f"<pre>{html.escape(run.config_text)}</pre>")
     parts += ["</body>", "</html>", ""]
@@ -668,7 +661,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     report.html.
     """
     run = _load(run_dir)
-    plots = run.path / "plots"
+    plots = run.path / layout.PLOTS
     plots.mkdir(exist_ok=True)
     figures: list[tuple[Path, str]] = []         # (png, caption) in report order
 
@@ -693,16 +686,16 @@ def build_report(run_dir: str | os.PathLike) -> Path:
         figures.append((plots / "rewards_by_group.png", "mean reward per round of each group "
                         "of agents, one panel per component."))
 
-    surveys = survey_means(run.path / "surveys.csv")
+    surveys = survey_means(run.path)
     if surveys:
         _plot_surveys(run, plots / "surveys.png", surveys)
         figures.append((plots / "surveys.png", "mean numeric answer per survey item and round, over the agents "
-                        "that answered (surveys.csv; " + ", ".join(f"{k}: {n} answers" for k, (_, _, n)
+                        f"that answered ({layout.SURVEYS}; " + ", ".join(f"{k}: {n} answers" for k, (_, _, n)
                                                                    in sorted(surveys.items())) + ")."))
 
     remark = _plot_network(run, plots / "network.png")
     figures.append((plots / "network.png", "network metrics of the tie graph per round (from "
-                    f"network.csv). {remark}".strip()))
+                    f"{layout.NETWORK}). {remark}".strip()))
 
     graph_text = f"undirected graph with an edge where (W + W^T)/2 >= {TIE_THRESHOLD}"
     _plot_degree(run, plots / "degree.png")
@@ -719,7 +712,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
         if name not in written:
             (plots / name).unlink(missing_ok=True)
 
-    report = run.path / "report.html"
+    report = run.path / layout.REPORT
     tmp = report.with_name(report.name + ".tmp")
     tmp.write_text(_html(run, figures), encoding="utf-8")
     os.replace(tmp, report)                      # a reader never sees half a report

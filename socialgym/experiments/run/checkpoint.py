@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from socialgym.rundir import layout
+
 MAGIC = b"SOCIALGYM-CHECKPOINT 3\n"
 _MAC_LINE = 64 + 1                      # sha256 hex digest and its newline
 
@@ -84,20 +86,12 @@ def write_checkpoint(path: Path, state: Any, *, before_rename=None) -> None:
     os.replace(tmp, path)                 # atomic: the old checkpoint or the new one, never half
 
 
-SNAPSHOTS = "snapshots"
-
-
-def snapshot_path(run_dir: Path, round: int) -> Path:
-    """Where the checkpoint made after ``round`` is kept (``run.snapshots``)."""
-    return Path(run_dir) / SNAPSHOTS / f"round_{int(round):04d}.pkl"
-
-
-def keep_snapshot(run_dir: Path, round: int, checkpoint: str = "checkpoint.pkl") -> Path:
+def keep_snapshot(run_dir: Path, round: int, checkpoint: str = layout.CHECKPOINT) -> Path:
     """Keep the run's current checkpoint file as the snapshot of ``round``: a hard link (the next
     checkpoint is a new file renamed over the old name, so the link keeps this one's bytes at no
     cost), or a copy where the filesystem has no hard links. Replaces an older snapshot of the
     same round (a run restarted from round 0)."""
-    source, path = Path(run_dir) / checkpoint, snapshot_path(run_dir, round)
+    source, path = Path(run_dir) / checkpoint, layout.snapshot_path(run_dir, round)
     path.parent.mkdir(exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)

@@ -4,7 +4,7 @@ with a changed configuration) and interviews (a question to one of its agents in
     socialgym fork runs/base --at-round 19 --out runs/soc --set 'interventions=[{kind: add_ties, at_round: 20, soc_strategy: 3}]'
     socialgym compare runs/base runs/soc
 
-    from socialgym.experiments.fork import fork_run
+    from socialgym.experiments.run.fork import fork_run
     fork_run("runs/base", 19, "runs/soc", overrides=["env.recommender=mf"])
 
 A run keeps the checkpoint of every round in ``snapshots/round_NNNN.pkl`` (``run.snapshots``).
@@ -15,7 +15,7 @@ LLM client's cache position), re-signed under a new run id, then resumes. Rounds
 fork are the original's; with no change, rounds ``t+1..`` are too, byte for byte (LLM runs
 replay the original's replies from the copied cache; only transcripts.jsonl marks them cached).
 
-What a fork can change, and how (:func:`socialgym.experiments.config.fork_config`):
+What a fork can change, and how (:func:`socialgym.experiments.define.loading.fork_config`):
 
 - ``interventions`` and ``surveys``: those of rounds ``<= t`` happened already and must stay as
   they were; new ones may start at ``t+1``;
@@ -26,7 +26,7 @@ What a fork can change, and how (:func:`socialgym.experiments.config.fork_config
 - the ``llm``, ``logging`` and ``run`` sections: they take effect in the fork.
 
 Anything else (the number of agents, the seed, a policy's kind ...) describes the state the fork
-starts from and cannot change: a one-line :class:`~socialgym.experiments.config.ConfigError`.
+starts from and cannot change: a one-line :class:`~socialgym.experiments.define.schema.ConfigError`.
 ``run.json`` of the fork records ``fork: {of, run_id, at_round, changes}``.
 
 :func:`interview_run` (``socialgym interview DIR --agent agent_3 --round 10 "question"``) loads
@@ -37,20 +37,18 @@ read (no cache, log or file is written there).
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 import uuid
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from socialgym.experiments.checkpoint import CheckpointError, keep_snapshot, read_checkpoint, snapshot_path, \
-    write_checkpoint
-from socialgym.experiments.config import (ConfigError, ExperimentConfig, dump_yaml, fork_config, from_dict,
+from socialgym.experiments.run.checkpoint import CheckpointError, keep_snapshot, read_checkpoint, write_checkpoint
+from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_yaml, fork_config, from_dict,
                                          load_config, to_dict)
-from socialgym.experiments.files import read_json
-from socialgym.experiments.recorder import verify_outputs
-from socialgym.experiments.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, config_digest, resume_experiment
+from socialgym.experiments.run.recorder import verify_outputs
+from socialgym.experiments.run.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, config_digest, resume_experiment
+from socialgym.rundir import layout, read_run_info, write_run_info
 
 
 # ---------------------------------------------------------------------------------- forking
@@ -62,20 +60,20 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
     and, with ``resume`` (default), play the remaining rounds. The fork's config is the one rounds
     1..t ran with, changed by ``overrides`` (``key.path=value``, as ``--set``) or replaced by
     ``config`` (a whole config: a sweep cell's), through
-    :func:`~socialgym.experiments.config.fork_config`. Returns the summary (with ``resume=False``:
+    :func:`~socialgym.experiments.define.loading.fork_config`. Returns the summary (with ``resume=False``:
     ``{"status": "forked", ...}``)."""
     src, out = Path(src), Path(out)
     if not isinstance(at_round, int) or isinstance(at_round, bool):
         raise RunError(f"--at-round must be an integer, got {at_round!r}")
     meta = _run_meta(src)
-    if not snapshot_path(src, at_round).is_file():
+    if not layout.snapshot_path(src, at_round).is_file():
         origin = meta.get("fork") or {}
         if isinstance(origin, dict) and isinstance(origin.get("at_round"), int) and at_round < origin["at_round"]:
             # rounds before a fork's start are its origin's: fork from there, with this fork's config
             # (its own changes start after at_round, so the origin accepts them)
             if config is None:
                 try:
-                    config = load_config(src / "config.yaml", list(overrides))
+                    config = load_config(src / layout.CONFIG, list(overrides))
                 except ConfigError as exc:
                     raise RunError(f"fork: {exc}") from None
             return fork_run(origin["of"], at_round, out, config=config, condition=condition,
@@ -105,10 +103,10 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
                  "seed": meta.get("seed", base.seed),
                  "fork": {"of": str(src.resolve()), "run_id": meta.get("run_id"), "at_round": at_round,
                           "changes": changes}}
-    (out / "run.json").write_text(json.dumps(fork_meta, indent=1, default=str) + "\n")
-    dump_yaml(cfg, out / "config.yaml")
+    write_run_info(out, fork_meta)
+    dump_yaml(cfg, out / layout.CONFIG)
     state = {**state, "run_id": fork_meta["run_id"], "config": to_dict(cfg),
-             "config_sha256": config_digest(out / "config.yaml")}
+             "config_sha256": config_digest(out / layout.CONFIG)}
     write_checkpoint(out / CHECKPOINT, state)
     if cfg.run.snapshots:
         keep_snapshot(out, at_round)
@@ -127,8 +125,8 @@ def interview_run(src: str | Path, agent: str, question: str, *, round: int | No
     ``src`` is written."""
     import tempfile
 
-    from socialgym.experiments.runner import open_run_client
-    from socialgym.experiments.surveys import interview, is_llm_agent
+    from socialgym.experiments.run.runner import open_run_client
+    from socialgym.experiments.run.surveys import interview, is_llm_agent
 
     src = Path(src)
     state = load_snapshot(src, round, trust=trust)
@@ -153,9 +151,9 @@ def interview_run(src: str | Path, agent: str, question: str, *, round: int | No
 
 
 def _run_meta(src: Path) -> dict:
-    meta = read_json(src / "run.json")
-    if not (src / "config.yaml").is_file() or not isinstance(meta, dict):
-        raise RunError(f"{src} is not a run directory (no config.yaml / run.json)")
+    meta = read_run_info(src)
+    if not (src / layout.CONFIG).is_file() or not isinstance(meta, dict):
+        raise RunError(f"{src} is not a run directory (no {layout.CONFIG} / {layout.RUN_INFO})")
     return meta
 
 
@@ -165,10 +163,9 @@ def load_snapshot(src: str | Path, at_round: int | None = None, *, trust: bool =
     which snapshots exist when that one does not."""
     src = Path(src)
     meta = _run_meta(src)
-    path = src / CHECKPOINT if at_round is None else snapshot_path(src, at_round)
+    path = src / CHECKPOINT if at_round is None else layout.snapshot_path(src, at_round)
     if not path.is_file():
-        done = sorted(int(p.stem.split("_")[1]) for p in (src / "snapshots").glob("round_*.pkl")
-                      if p.stem.split("_")[1].isdigit())
+        done = list(layout.snapshot_files(src))
         have = f"snapshots of rounds {done[0]}..{done[-1]}" if done else "no snapshots (run.snapshots was off?)"
         raise RunError(f"{path} not found: {src} has {have}; the state after round {at_round} is needed")
     try:
@@ -195,15 +192,15 @@ def _copy_outputs(src: Path, out: Path, state: dict) -> None:
                     break
                 g.write(chunk)
                 remaining -= len(chunk)
-    (out / "ties").mkdir(exist_ok=True)
+    (out / layout.TIES).mkdir(exist_ok=True)
     for key in state["digests"]:
-        if key.startswith("ties/"):
+        if key.startswith(layout.TIES + "/"):
             shutil.copyfile(src / key, out / key)
     for name in state.get("files", {}):
         shutil.copyfile(src / name, out / name)
-    cache = src / "llm_cache.sqlite"
+    cache = src / layout.LLM_CACHE
     if cache.is_file():            # sqlite's backup: a consistent copy even while another process writes
-        with sqlite3.connect(cache) as a, sqlite3.connect(out / "llm_cache.sqlite") as b:
+        with sqlite3.connect(cache) as a, sqlite3.connect(out / layout.LLM_CACHE) as b:
             a.backup(b)
         a.close()
         b.close()

@@ -28,19 +28,8 @@ import numpy as np
 
 from socialgym.config import REWARD_NAMES
 from socialgym.platform.actions import ACTION_TYPES, PUBLIC_TYPES
-
-# rounds.csv, one row per agent and round (read by the report, the viewer, wandb and sweeps)
-REWARD_COLUMNS = (*REWARD_NAMES, "total")
-ACTION_COUNTS = (*ACTION_TYPES, "votes_up", "votes_down", "invalid")
-"""The agent's actions of the round by type (NOTs included), its votes and its invalid actions."""
-COUNT_COLUMNS = (*ACTION_COUNTS, "fallbacks")
-ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_COLUMNS, *COUNT_COLUMNS)
-NETWORK_METRICS = ("n_edges", "density", "clustering", "lcc_fraction", "avg_shortest_path", "modularity",
-                   "homophily", "directed_density", "directed_clustering")
-EXPOSURE_METRICS = ("mean_topic_entropy", "deep_cocoon_share", "author_exposure_gini", "cross_cutting_share")
-SURVEY_COLUMNS = ("round", "agent", "group", "policy", "survey", "item", "scale", "answer", "status", "source")
-"""surveys.csv, one row per agent, item and round (socialgym.experiments.surveys)."""
-TEXT_FILES = ("rounds.csv", "network.csv", "events.jsonl", "transcripts.jsonl", "surveys.csv", "interviews.jsonl")
+from socialgym.rundir import layout
+from socialgym.rundir.layout import EXPOSURE_METRICS, NETWORK_METRICS, ROUND_COLUMNS, SURVEY_COLUMNS, TEXT_FILES
 
 
 class RunRecorder:
@@ -57,17 +46,14 @@ class RunRecorder:
         self.events, self.ties, self.transcripts = events, ties, transcripts
         self.network_every, self.max_rounds = network_every, max_rounds
         self.group_names = sorted({g for g in self.groups if g})
-        self.network_columns = ("round", *NETWORK_METRICS, "n_ties", "mean_tie", "max_tie", *EXPOSURE_METRICS,
-                                *(f"{m}:{g}" for m in ("deep_cocoon_share", "cross_cutting_share")
-                                  for g in self.group_names),
-                                "mean_total", "llm_calls", "prompt_tokens", "completion_tokens")
-        (self.out / "ties").mkdir(parents=True, exist_ok=True)
+        self.network_columns = layout.network_columns(self.group_names)
+        (self.out / layout.TIES).mkdir(parents=True, exist_ok=True)
         self._files: dict[str, io.TextIOWrapper] = {}
         self._hashes: dict[str, Any] = {}
         self._hashed: dict[str, int] = {}
         self.tie_digests: dict[str, str] = dict(tie_digests or {})
-        self._writes = {"events.jsonl": events, "transcripts.jsonl": transcripts, "surveys.csv": surveys,
-                        "interviews.jsonl": surveys}
+        self._writes = {layout.EVENTS: events, layout.TRANSCRIPTS: transcripts, layout.SURVEYS: surveys,
+                        layout.INTERVIEWS: surveys}
         for name in TEXT_FILES:
             path = self.out / name
             if not self._writes.get(name, True) and not (path.exists() and path.stat().st_size):
@@ -76,7 +62,7 @@ class RunRecorder:
             self._hashes[name], self._hashed[name] = _file_digest(path)
             self._files[name] = open(path, "a", newline="", encoding="utf-8")
             if fresh and name.endswith(".csv"):
-                columns = {"rounds.csv": ROUND_COLUMNS, "surveys.csv": SURVEY_COLUMNS}.get(name, self.network_columns)
+                columns = {layout.ROUNDS: ROUND_COLUMNS, layout.SURVEYS: SURVEY_COLUMNS}.get(name, self.network_columns)
                 self._files[name].write(",".join(columns) + "\n")
         self._last_network: dict[str, Any] = {}
         self._fallbacks_seen = 0
@@ -84,20 +70,20 @@ class RunRecorder:
     # ------------------------------------------------------------------ per round
     def transcript_line(self, entry: Mapping) -> None:
         """One LLM request (called from the client's loop thread; one line per call)."""
-        f = self._files.get("transcripts.jsonl")
+        f = self._files.get(layout.TRANSCRIPTS)
         if f is not None and self.transcripts:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def event(self, entry: Mapping) -> None:
         """One extra line of events.jsonl (e.g. an applied intervention), when events are kept."""
-        f = self._files.get("events.jsonl")
+        f = self._files.get(layout.EVENTS)
         if f is not None and self.events:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def record_survey(self, rows: Sequence[Mapping], interviews: Sequence[Mapping]) -> None:
         """A round's survey answers: surveys.csv rows and, for free-text items, interviews.jsonl."""
-        self._write_csv("surveys.csv", SURVEY_COLUMNS, rows)
-        f = self._files["interviews.jsonl"]
+        self._write_csv(layout.SURVEYS, SURVEY_COLUMNS, rows)
+        f = self._files[layout.INTERVIEWS]
         for entry in interviews:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
@@ -130,7 +116,7 @@ class RunRecorder:
             row.update(votes_up=int(up[i]), votes_down=int(down[i]), invalid=len(rec.invalid.get(i, [])),
                        fallbacks=int(fallbacks[i]))
             rows.append(row)
-        self._write_csv("rounds.csv", ROUND_COLUMNS, rows)
+        self._write_csv(layout.ROUNDS, ROUND_COLUMNS, rows)
 
         W = env.tie_matrix()
         network = {"round": r}
@@ -150,12 +136,12 @@ class RunRecorder:
         total = usage.total() if usage is not None else {}
         network.update(llm_calls=int(total.get("requests", 0)), prompt_tokens=int(total.get("prompt_tokens", 0)),
                        completion_tokens=int(total.get("completion_tokens", 0)))
-        self._write_csv("network.csv", self.network_columns, [network])
+        self._write_csv(layout.NETWORK, self.network_columns, [network])
 
         transcript = env.round_transcript()
         posts = [e for e in transcript if e["kind"] in PUBLIC_TYPES]
         if self.events:
-            f = self._files["events.jsonl"]
+            f = self._files[layout.EVENTS]
             for e in transcript:
                 f.write(json.dumps({"round": r, **e}, ensure_ascii=False) + "\n")
             t = rec.ties
@@ -166,7 +152,7 @@ class RunRecorder:
         if self.ties:
             import scipy.sparse as sp
 
-            path = self.out / "ties" / f"round_{r:04d}.npz"
+            path = layout.tie_path(self.out, r)
             tmp = path.with_suffix(".tmp.npz")
             sp.save_npz(tmp, W.astype(np.float32).tocsr(), compressed=True)
             self.tie_digests[path.name] = hashlib.sha256(tmp.read_bytes()).hexdigest()
@@ -196,35 +182,12 @@ class RunRecorder:
     def digests(self) -> dict[str, str]:
         """SHA-256 of each text file's content up to the last :meth:`sync` and of each tie matrix."""
         return {**{name: h.hexdigest() for name, h in self._hashes.items()},
-                **{f"ties/{k}": v for k, v in self.tie_digests.items()}}
+                **{f"{layout.TIES}/{k}": v for k, v in self.tie_digests.items()}}
 
     def close(self) -> None:
         for f in self._files.values():
             f.close()
         self._files = {}
-
-
-def survey_means(path: Path) -> dict[str, tuple[str, dict[int, float], int]]:
-    """surveys.csv read back: ``"<survey>.<item>"`` -> (scale, {round: mean numeric answer}, number
-    of answers), over the agents that answered (status ok); free-text items and cells that are
-    no number are left out (the report, sweeps and ``compare`` read answers through this)."""
-    sums: dict[str, dict[int, list[float]]] = {}
-    scales: dict[str, str] = {}
-    if not Path(path).is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        for row in csv.DictReader(f):
-            try:
-                r, value = int(row.get("round") or ""), float(row.get("answer") or "")
-            except ValueError:
-                continue
-            if row.get("status") != "ok" or row.get("scale") == "text" or not math.isfinite(value):
-                continue
-            key = f"{row.get('survey')}.{row.get('item')}"
-            scales[key] = str(row.get("scale"))
-            sums.setdefault(key, {}).setdefault(r, []).append(value)
-    return {k: (scales[k], {r: float(np.mean(v)) for r, v in by_round.items()}, sum(map(len, by_round.values())))
-            for k, by_round in sums.items()}
 
 
 def truncate_outputs(out: Path, sizes: Mapping[str, int], rounds_done: int) -> None:
@@ -240,7 +203,7 @@ def truncate_outputs(out: Path, sizes: Mapping[str, int], rounds_done: int) -> N
                 f.truncate(sizes[name])
         else:
             path.unlink()
-    for path in (out / "ties").glob("round_*.npz"):
+    for path in (out / layout.TIES).glob("round_*.npz"):
         stem = path.name[len("round_"):].split(".")[0]
         if not stem.isdigit() or int(stem) > rounds_done:
             path.unlink()
@@ -263,7 +226,7 @@ def verify_outputs(out: Path, sizes: Mapping[str, int], digests: Mapping[str, st
             if h.hexdigest() != digests[name]:
                 raise ValueError(f"{path} differs from what this run wrote (its first {size} bytes changed)")
     for key, digest in digests.items():
-        if not key.startswith("ties/"):
+        if not key.startswith(layout.TIES + "/"):
             continue
         path = out / key
         if not path.exists():

@@ -6,7 +6,7 @@
 
 The platform (``socialgym.parallel_env``) is the substrate; the config's policy groups are the
 scenario that populates it. After every round the runner hands the environment to the
-:class:`~socialgym.experiments.recorder.RunRecorder` (data collection) and then saves a
+:class:`~socialgym.experiments.run.recorder.RunRecorder` (data collection) and then saves a
 checkpoint atomically (write, fsync, rename): the environment with its recommender model and
 all RNG states, the policies with their memories and RNGs, the last observations, the LLM
 client's cache position and usage log, and the sizes of the output files. Killing the process
@@ -36,18 +36,15 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from socialgym.config import REWARD_NAMES, FeedConfig
-from socialgym.experiments.config import ExperimentConfig, LLMConfig, dump_yaml, load_config, thaw, to_dict
-from socialgym.experiments.checkpoint import (SNAPSHOTS, CheckpointError, keep_snapshot, read_checkpoint,
-                                             snapshot_path, write_checkpoint)
-from socialgym.experiments.files import read_json, to_float, write_json
-from socialgym.experiments.recorder import RunRecorder, truncate_outputs, verify_outputs
+from socialgym.experiments.define import ExperimentConfig, LLMConfig, dump_yaml, load_config, thaw, to_dict
+from socialgym.experiments.run.checkpoint import CheckpointError, keep_snapshot, read_checkpoint, write_checkpoint
+from socialgym.rundir.files import to_float
+from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs, verify_outputs
+from socialgym.experiments.errors import RunError
+from socialgym.rundir import layout, read_run_info, read_summary, write_personas, write_run_info, write_summary
 
-CHECKPOINT = "checkpoint.pkl"
+CHECKPOINT = layout.CHECKPOINT
 CHECKPOINT_VERSION = 3      # 2: LLM agents with full memory (issue 14); 3: signed, with run id and digests
-
-
-class RunError(RuntimeError):
-    """A run cannot start or continue (e.g. resume of a directory that is not a run)."""
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -56,13 +53,13 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
     """Run ``cfg`` (a single cell: its ``sweep`` section is ignored here, see ``sweep.py``) into
     ``out``, which must not hold a run already. Returns the summary (also summary.json)."""
     out = Path(out)
-    if (out / "summary.json").exists() or (out / CHECKPOINT).exists():
+    if (out / layout.SUMMARY).exists() or (out / CHECKPOINT).exists():
         raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
     out.mkdir(parents=True, exist_ok=True)
     meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
             "seed": cfg.seed}
-    (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-    dump_yaml(cfg, out / "config.yaml")        # last: its presence marks a resumable run directory
+    write_run_info(out, meta)
+    dump_yaml(cfg, out / layout.CONFIG)        # last: its presence marks a resumable run directory
     return _RunExecution(cfg, out, meta, progress).execute(checkpoint=None)
 
 
@@ -76,13 +73,13 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
     edited since the checkpoint (only its llm, logging and run sections take effect: the
     environment and policies come from the checkpoint)."""
     out = Path(out)
-    if not (out / "config.yaml").exists():
-        raise RunError(f"{out} is not a run directory (no config.yaml)")
-    cfg = load_config(out / "config.yaml")
-    meta = read_json(out / "run.json")
+    if not (out / layout.CONFIG).exists():
+        raise RunError(f"{out} is not a run directory (no {layout.CONFIG})")
+    cfg = load_config(out / layout.CONFIG)
+    meta = read_run_info(out)
     if not isinstance(meta, dict) or not isinstance(meta.get("condition", {}), dict):
-        raise RunError(f"{out / 'run.json'} is missing or not a JSON object: this directory was not written by "
-                       "`socialgym run`, or its run.json was damaged")
+        raise RunError(f"{out / layout.RUN_INFO} is missing or not a JSON object: this directory was not written by "
+                       f"`socialgym run`, or its {layout.RUN_INFO} was damaged")
     meta.setdefault("condition", {})
     meta.setdefault("replicate", 0)
     meta.setdefault("seed", cfg.seed)
@@ -97,10 +94,10 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
             raise RunError(f"{out / CHECKPOINT} has format {version}, this socialgym writes {CHECKPOINT_VERSION}; "
                            f"delete it to restart the run from round 0")
         _check_checkpoint(out, checkpoint, cfg, meta, allow_config_change)
-    elif (read_json(out / "summary.json") or {}).get("status") == "complete":
+    elif (read_summary(out) or {}).get("status") == "complete":
         if not cfg.run.checkpoint:       # nothing to verify against: the run said so itself
-            return read_json(out / "summary.json")
-        raise RunError(f"{out / 'summary.json'} says the run is complete but {out / CHECKPOINT} is missing: "
+            return read_summary(out)
+        raise RunError(f"{out / layout.SUMMARY} says the run is complete but {out / CHECKPOINT} is missing: "
                        "the directory was changed; restore the checkpoint or start a new run")
     return _RunExecution(cfg, out, meta, progress).execute(checkpoint=checkpoint)
 
@@ -116,22 +113,22 @@ def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: 
     disk are what it recorded."""
     if checkpoint.get("run_id") != meta.get("run_id"):
         raise RunError(f"{out / CHECKPOINT} belongs to another run (run id {checkpoint.get('run_id')}, "
-                       f"{out / 'run.json'} says {meta.get('run_id')}): it was copied from elsewhere")
-    if checkpoint.get("config_sha256") != config_digest(out / "config.yaml"):
+                       f"{out / layout.RUN_INFO} says {meta.get('run_id')}): it was copied from elsewhere")
+    if checkpoint.get("config_sha256") != config_digest(out / layout.CONFIG):
         old, new = _flatten(checkpoint.get("config") or {}), _flatten(to_dict(cfg))
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
         if not allow_config_change:
-            raise RunError(f"{out / 'config.yaml'} changed since the checkpoint ({shown or 'formatting only'}): "
+            raise RunError(f"{out / layout.CONFIG} changed since the checkpoint ({shown or 'formatting only'}): "
                            "restore it, or pass --allow-config-change to continue with the checkpoint's "
                            "environment and policies (only llm, logging and run settings take effect)")
         env_side = [k for k in changed if k.split(".")[0] not in ("llm", "logging", "run", "interventions")]
-        print(f"socialgym: warning: config.yaml changed since the checkpoint ({shown}); continuing "
+        print(f"socialgym: warning: {layout.CONFIG} changed since the checkpoint ({shown}); continuing "
               f"(--allow-config-change){'; these keys do not take effect: ' + ', '.join(env_side) if env_side else ''}",
               file=sys.stderr)
         meta.setdefault("config_changes", []).append({"round": checkpoint.get("round"), "keys": changed})
-        (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-        checkpoint["config_sha256"] = config_digest(out / "config.yaml")
+        write_run_info(out, meta)
+        checkpoint["config_sha256"] = config_digest(out / layout.CONFIG)
     try:
         verify_outputs(out, checkpoint["sizes"], checkpoint["digests"])
         for name, digest in checkpoint.get("files", {}).items():
@@ -164,7 +161,7 @@ class _RunExecution:
         self._files: dict | None = None
 
     def execute(self, checkpoint: dict | None) -> dict:
-        if checkpoint is not None and self.cfg.run.snapshots and not snapshot_path(self.out, checkpoint["round"]).exists():
+        if checkpoint is not None and self.cfg.run.snapshots and not layout.snapshot_path(self.out, checkpoint["round"]).exists():
             keep_snapshot(self.out, checkpoint["round"])     # killed between the checkpoint and its link
         if checkpoint is not None and not checkpoint["env"].agents:
             return self._complete(checkpoint)
@@ -183,39 +180,21 @@ class _RunExecution:
             if wandb is not None:    # a failing run still closes its wandb run, marked failed
                 stack.callback(wandb.finish, exit_code=1)     # (a no-op after the normal finish)
             client = self._client(stack)
-            if checkpoint is None:
-                truncate_outputs(out, {}, 0)
-                shutil.rmtree(out / SNAPSHOTS, ignore_errors=True)      # a restart's stale ones
-                env, policy, table = self._build(client)
-                obs, _ = env.reset(seed=self.seed)
-                done_rounds, seconds = 0, 0.0
-                surveys = None
-            else:
-                truncate_outputs(out, checkpoint["sizes"], checkpoint["round"])
-                env, policy, obs = checkpoint["env"], checkpoint["policy"], checkpoint["obs"]
-                table = checkpoint["table"]
-                _attach(client, policy, env)
-                if client is not None and checkpoint["llm"] is not None:
-                    client.load_state_dict(checkpoint["llm"])
-                done_rounds, seconds = checkpoint["round"], checkpoint["seconds"]
-                surveys = checkpoint.get("surveys")
-            if cfg.surveys:
-                from socialgym.experiments.surveys import Surveys
-                specs = [thaw(s) for s in cfg.surveys]
-                if surveys is None:        # (a fork that adds surveys: their exposure counts from here)
-                    surveys = Surveys(specs, list(env.possible_agents), list(table["group"]), list(table["kind"]))
-                surveys.specs = specs      # the config's: a fork may have changed later rounds' surveys
-            else:
-                surveys = None
+            early: list[dict] = []          # requests made before the recorder exists (the persona survey)
+            if client is not None and cfg.logging.transcripts:
+                client.transcript = early.append
+            env, policy, obs, table, done_rounds, seconds, surveys = self._start(checkpoint, client)
             recorder = RunRecorder(out, agents=env.possible_agents, groups=table["group"], kinds=table["kind"],
                                    coached=table["coached"], events=cfg.logging.events, ties=cfg.logging.ties,
                                    surveys=surveys is not None,
                                    transcripts=cfg.logging.transcripts and client is not None,
                                    network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds,
-                                   tie_digests={k[len("ties/"):]: v for k, v in checkpoint["digests"].items()
-                                                if k.startswith("ties/")} if checkpoint else None)
+                                   tie_digests={k[len(layout.TIES) + 1:]: v for k, v in checkpoint["digests"].items()
+                                                if k.startswith(layout.TIES + "/")} if checkpoint else None)
             stack.callback(recorder.close)
             if client is not None and cfg.logging.transcripts:
+                for entry in early:
+                    recorder.transcript_line(entry)
                 client.transcript = recorder.transcript_line
             bar = _Progress(self.show_progress, env.config.max_rounds, len(env.possible_agents))
             usage = client.usage if client is not None else None
@@ -252,13 +231,43 @@ class _RunExecution:
             build_pages(out)
         return summary
 
+    def _start(self, checkpoint: dict | None, client):
+        """The run's state at its first round to play: built anew (outputs cleared) or restored
+        from ``checkpoint`` (outputs cut back to it); with the surveys that follow it."""
+        if checkpoint is None:
+            truncate_outputs(self.out, {}, 0)
+            shutil.rmtree(self.out / layout.SNAPSHOTS, ignore_errors=True)      # a restart's stale ones
+            env, policy, table = self._build(client)
+            obs, _ = env.reset(seed=self.seed)
+            done_rounds, seconds = 0, 0.0
+            surveys = None
+        else:
+            truncate_outputs(self.out, checkpoint["sizes"], checkpoint["round"])
+            env, policy, obs = checkpoint["env"], checkpoint["policy"], checkpoint["obs"]
+            table = checkpoint["table"]
+            _attach(client, policy, env)
+            if client is not None and checkpoint["llm"] is not None:
+                client.load_state_dict(checkpoint["llm"])
+            done_rounds, seconds = checkpoint["round"], checkpoint["seconds"]
+            surveys = checkpoint.get("surveys")
+        if self.cfg.surveys:
+            from socialgym.experiments.run.surveys import Surveys
+            specs = [thaw(s) for s in self.cfg.surveys]
+            if surveys is None:        # (a fork that adds surveys: their exposure counts from here)
+                surveys = Surveys(specs, list(env.possible_agents), list(table["group"]), list(table["kind"]))
+            surveys.specs = specs      # the config's: a fork may have changed later rounds' surveys
+        else:
+            surveys = None
+        return env, policy, obs, table, done_rounds, seconds, surveys
+
     def _intervene(self, env, obs, recorder, groups, policy, table, client):
         """Apply the interventions scheduled for the current round (before its act step), log
         each in events.jsonl, and return the observations of the changed platform. Which ones
         are due follows from the round number alone, so a resume needs no state for them (the
         coach's switches are in the checkpointed policy and table)."""
-        from socialgym.experiments.interventions import (FEED_KINDS, apply_intervention, due, set_coach,
-                                                         target_indices)
+        from socialgym.experiments.define.interventions import FEED_KINDS
+        from socialgym.experiments.define.schedule import due
+        from socialgym.experiments.run.interventions import apply_intervention, set_coach, target_indices
 
         specs = due(self.cfg.interventions, env.round, env.config.max_rounds)
         if not specs:
@@ -285,7 +294,7 @@ class _RunExecution:
     def _client(self, stack: contextlib.ExitStack):
         if not self.cfg.uses_llm():
             return None
-        cache = self.out / "llm_cache.sqlite" if (self.cfg.llm or LLMConfig()).cache else None
+        cache = self.out / layout.LLM_CACHE if (self.cfg.llm or LLMConfig()).cache else None
         return stack.enter_context(open_run_client(self.cfg, self.seed, self.out / "llm_server.log", cache))
 
     def _build(self, client):
@@ -305,7 +314,7 @@ class _RunExecution:
         if personas is not None and cfg.personas.survey:
             personas = self._survey(client, groups, personas, agents)
         if personas is not None:
-            write_json(self.out / "personas.json", {a: p.to_dict() for a, p in zip(agents, personas)})
+            write_personas(self.out, {a: p.to_dict() for a, p in zip(agents, personas)})
         if any(g.lambdas is not None for g in groups):
             from socialgym.config import FeedConfig
             lambdas = np.vstack([FeedConfig.from_kwargs(n_agents=max(2, g.agents), lambdas=g.lambdas)
@@ -390,11 +399,11 @@ class _RunExecution:
         from socialgym.baselines import GreedyPolicy, RandomPolicy
 
         params = {"seed": self.seed * 1000 + index, **dict(group.params)}
-        if group.kind == "torch":              # a trained network (socialgym.baselines.ppo)
+        if group.kind == "torch":              # a trained network (socialgym.baselines.torch_policy)
             path = params.pop("path", None)
             if not path:
                 raise RunError(f"policy group {group.name!r} (torch): params.path must name a model.pt")
-            from socialgym.baselines.ppo import TorchPolicy
+            from socialgym.baselines.torch_policy import TorchPolicy
             try:
                 return TorchPolicy.load(path, **params)
             except (OSError, ValueError, TypeError) as exc:
@@ -428,9 +437,9 @@ class _RunExecution:
     def _checkpoint(self, env, policy, obs, table, client, sizes, digests, r, seconds, surveys=None) -> None:
         if self._files is None:                # outputs written once, before round 1
             self._files = {name: hashlib.sha256((self.out / name).read_bytes()).hexdigest()
-                           for name in ("personas.json",) if (self.out / name).exists()}
+                           for name in (layout.PERSONAS,) if (self.out / name).exists()}
         state = {"version": CHECKPOINT_VERSION, "run_id": self.meta.get("run_id"),
-                 "config_sha256": config_digest(self.out / "config.yaml"), "config": to_dict(self.cfg),
+                 "config_sha256": config_digest(self.out / layout.CONFIG), "config": to_dict(self.cfg),
                  "round": r, "env": env, "policy": policy, "obs": obs,
                  "table": table, "llm": client.state_dict() if client is not None else None,
                  "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds,
@@ -445,18 +454,18 @@ class _RunExecution:
         env, table = checkpoint["env"], checkpoint["table"]
         usage = checkpoint["llm"]["usage"] if checkpoint["llm"] is not None else None
         summary = self._summary(env, table, "complete", env.config.max_rounds, checkpoint["seconds"], usage)
-        on_disk = read_json(self.out / "summary.json")
+        on_disk = read_summary(self.out)
         if json.loads(json.dumps(summary, default=_json_default)) != on_disk:
             if on_disk is not None and on_disk.get("status") == "complete":
-                print(f"socialgym: warning: {self.out / 'summary.json'} did not match the checkpoint; rewritten",
+                print(f"socialgym: warning: {self.out / layout.SUMMARY} did not match the checkpoint; rewritten",
                       file=sys.stderr)
             self._store_summary(summary)
-        if self.cfg.logging.report and not (self.out / "report.html").exists():
+        if self.cfg.logging.report and not (self.out / layout.REPORT).exists():
             build_pages(self.out)
         return summary
 
     def _mark_failed(self, exc: Exception) -> None:
-        summary = read_json(self.out / "summary.json")
+        summary = read_summary(self.out)
         if isinstance(summary, dict):
             summary.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
             self._store_summary(summary)
@@ -467,7 +476,7 @@ class _RunExecution:
         return summary
 
     def _store_summary(self, summary: dict) -> None:
-        write_json(self.out / "summary.json", summary, default=_json_default, ensure_ascii=True)
+        write_summary(self.out, summary, default=_json_default)
 
     def _summary(self, env, table, status, rounds_done, seconds, usage) -> dict:
         final: dict = {}
@@ -502,7 +511,7 @@ class _RunExecution:
 
     def _last_network(self) -> dict:
         """The last row of network.csv (read back, so a resumed run reports the same)."""
-        path = self.out / "network.csv"
+        path = self.out / layout.NETWORK
         if not path.exists():
             return {}
         with open(path, "rb") as f:               # only the file's tail: the header and last line
@@ -517,11 +526,11 @@ class _RunExecution:
 def build_pages(out: Path) -> Path:
     """The pages a person reads: viewer.html (the run replayed: what the agents wrote, saw and
     built), then report.html, which links it. Returns the report's path."""
-    from socialgym.experiments.report import build_report
+    from socialgym.experiments.analysis.report import build_report
     from socialgym.viewer import ViewerError, build_viewer
 
     out = Path(out)
-    if (out / "rounds.csv").is_file() and (out / "summary.json").is_file():   # else the report says why
+    if (out / layout.ROUNDS).is_file() and (out / layout.SUMMARY).is_file():   # else the report says why
         try:
             build_viewer(out)
         except ViewerError as exc:       # the report says what it can; the viewer says why not
@@ -548,8 +557,8 @@ def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: P
 
     llm = cfg.llm or LLMConfig()
     if llm.base_url is not None and not llm.api_key and not os.environ.get(llm.api_key_env):
-        from socialgym.llm.client import _is_loopback
-        if not _is_loopback(llm.base_url):        # say which variable, before anything starts
+        from socialgym.llm.client import is_loopback
+        if not is_loopback(llm.base_url):        # say which variable, before anything starts
             raise RunError(f"llm: no API key for {llm.base_url}: set the environment variable {llm.api_key_env} "
                            "(llm.api_key_env names it)")
     return open_client(
@@ -583,7 +592,7 @@ def _group_members(env, table) -> dict:
 
 
 def _wandb_logger(cfg: ExperimentConfig, out: Path, meta: dict):
-    from socialgym.experiments.wandb_log import WandbLogger
+    from socialgym.experiments.run.wandb_log import WandbLogger
 
     w = cfg.logging.wandb
     return WandbLogger(w, out, to_dict(cfg, redact=True), name=w.name or cfg.run.name or out.name,

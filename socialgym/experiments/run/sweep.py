@@ -2,7 +2,7 @@
 independent jobs on a local process pool or on Ray, then an aggregate across replicates.
 
     from socialgym.experiments import load_config
-    from socialgym.experiments.sweep import run_sweep, resume_sweep, aggregate
+    from socialgym.experiments.run.sweep import run_sweep, resume_sweep, aggregate
     run_sweep(load_config("study.yaml"), "runs/study")     # {"jobs": 8, "ran": 8, ...}
     resume_sweep("runs/study")                             # after a crash: runs what is not complete
     aggregate("runs/study")                                # rebuild aggregate.csv and plots/
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -46,16 +47,18 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from socialgym.config import REWARD_NAMES
-from socialgym.experiments.config import (ExperimentConfig, dump_yaml, grid, load_config, thaw, to_dict,
-                                         with_values)
-from socialgym.experiments.files import read_json, write_csv, write_json
-from socialgym.experiments.compare import compare, mean_ci, run_metrics
-from socialgym.experiments.runner import CHECKPOINT, RunError, resume_experiment, run_experiment
+from socialgym.config import REWARD_NAMES, FeedConfig
+from socialgym.experiments.analysis.compare import compare, mean_ci, run_metrics
+from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_yaml, fork_config, grid, load_config,
+                                          thaw, to_dict, with_values)
+from socialgym.experiments.errors import RunError
+from socialgym.experiments.run.runner import resume_experiment, run_experiment
+from socialgym.rundir import is_sweep, layout, read_run_info, read_summary, read_sweep, was_started, write_sweep
+from socialgym.rundir.files import write_csv
 
-SWEEP_FILE = "sweep.json"
+SWEEP_FILE = layout.SWEEP
 SWEEP_VERSION = 1
-AGGREGATE_FILE = "aggregate.csv"
+AGGREGATE_FILE = layout.AGGREGATE
 NETWORK_PLOT_METRICS = ("density", "clustering", "mean_tie", "deep_cocoon_share")
 ID_CHARS = 48
 """Longest readable part of a condition id (the ``cNN-`` index keeps ids unique)."""
@@ -130,15 +133,15 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
     """Create the sweep directory ``out``, run every job, aggregate. Returns
     ``{"jobs": n, "ran": .., "skipped": .., "failed": [..], "aggregate": path}``."""
     out = Path(out)
-    if (out / SWEEP_FILE).exists():
+    if is_sweep(out):
         raise RunError(f"{out} already holds a sweep: use `socialgym resume {out}` or another --out")
     if cfg.run.fork_at is not None and len(grid(cfg)) < 2:
         raise RunError("run.fork_at forks every condition of a sweep from the first one after that round; this "
                        "config has one condition (give a sweep section)")
     todo = jobs(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    dump_yaml(cfg, out / "config.yaml")
-    write_json(out / SWEEP_FILE, _manifest(cfg, todo), default=str, ensure_ascii=True)
+    dump_yaml(cfg, out / layout.CONFIG)
+    write_sweep(out, _manifest(cfg, todo))
     return _execute(cfg, out, todo, progress)
 
 
@@ -147,13 +150,13 @@ def resume_sweep(directory: str | Path, progress: bool | None = None, *, trust: 
     """Run the jobs of the sweep in ``directory`` that are not complete (partial runs resume
     from their checkpoints, with ``resume_experiment``'s checks and options), then aggregate again."""
     out = Path(directory)
-    manifest = read_json(out / SWEEP_FILE)
-    if manifest is None or not (out / "config.yaml").exists():
-        raise RunError(f"{out} is not a sweep directory (no sweep.json / config.yaml)")
-    cfg = load_config(out / "config.yaml")
+    manifest = read_sweep(out)
+    if manifest is None or not (out / layout.CONFIG).exists():
+        raise RunError(f"{out} is not a sweep directory (no {layout.SWEEP} / {layout.CONFIG})")
+    cfg = load_config(out / layout.CONFIG)
     todo = jobs(cfg)
     if [j.out for j in todo] != [j["out"] for j in manifest.get("jobs", [])]:
-        raise RunError(f"{out}/config.yaml no longer gives the job list of {SWEEP_FILE}; "
+        raise RunError(f"{out}/{layout.CONFIG} no longer gives the job list of {SWEEP_FILE}; "
                        "was the config edited? start a new sweep instead")
     return _execute(cfg, out, todo, progress, {"trust": trust, "allow_config_change": allow_config_change})
 
@@ -176,12 +179,20 @@ def _manifest(cfg: ExperimentConfig, todo: list[Job]) -> dict:
 def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool | None,
              options: dict | None = None) -> dict:
     show = progress is not False
-    pending = [j for j in todo if not _complete(out / j.out)]
-    skipped = len(todo) - len(pending)
-    if show and skipped:
-        _say(f"sweep: {skipped} of {len(todo)} runs already complete, {len(pending)} to run")
     results: list[dict] = []
-    report = _reporter(show, len(pending), results)
+    pending, unverified = [], []
+    for job in todo:
+        try:
+            if not verified_complete(out, job, todo, options):
+                pending.append(job)
+        except RunError as exc:             # says complete, but is not this job's whole run
+            unverified.append(_result(job, 0.0, exc))
+    skipped = len(todo) - len(pending) - len(unverified)
+    if show and skipped:
+        _say(f"sweep: {skipped} of {len(todo)} runs already complete (verified), {len(pending)} to run")
+    report = _reporter(show, len(pending) + len(unverified), results)
+    for result in unverified:
+        report(result)
     backend = _run_ray if cfg.run.backend == "ray" else _run_local
     # forks start from their first-condition run's snapshot: those runs first, then the forks
     for phase in ([j for j in pending if j.fork_from is None], [j for j in pending if j.fork_from is not None]):
@@ -195,7 +206,7 @@ def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool |
             if len(failed) < len(todo) else ""
         raise RunError(f"{len(failed)} of {len(todo)} sweep jobs failed: {lines}; {rest}"
                        f"fix the cause and run `socialgym resume {out}`")
-    problems = [f"{j.name}: {p}" for j in todo for p in (read_json(out / j.out / "summary.json") or {})
+    problems = [f"{j.name}: {p}" for j in todo for p in (read_summary(out / j.out) or {})
                 .get("problems", [])]
     return {"jobs": len(todo), "ran": len(pending), "skipped": skipped, "failed": [], "aggregate": str(path),
             "problems": problems}
@@ -274,10 +285,10 @@ def run_job(job: Job, root: str, options: dict | None = None) -> dict:
     path = Path(root) / job.out
     try:
         if not _complete(path):
-            if (path / "summary.json").exists() or (path / CHECKPOINT).exists():
+            if was_started(path):
                 resume_experiment(path, progress=False, **(options or {}))
             elif job.fork_from is not None:
-                from socialgym.experiments.fork import fork_run
+                from socialgym.experiments.run.fork import fork_run
                 base = Path(root) / job.fork_from
                 if not _complete(base):
                     raise RunError(f"cannot fork from {job.fork_from}: that run is not complete")
@@ -301,8 +312,52 @@ def _result(job: Job, seconds: float, exc: BaseException | None) -> dict:
     return {"job": job.name, "out": job.out, "seconds": seconds, "error": error}
 
 
+def verified_complete(root: Path, job: Job, todo: list[Job], options: dict | None = None) -> bool:
+    """Whether the job's directory holds this job's complete run, verified before a sweep skips
+    it: its summary says complete after all of the config's rounds, its run.json names the job's
+    replicate and seed, its config is the one the job runs with (forks: the fork of the first
+    condition's run; the llm, logging and run sections may differ), and its files are those its
+    checkpoint recorded (``resume_experiment`` checks them). False for a run not complete; a
+    :class:`RunError` saying what differs for a directory that claims to be complete but is not."""
+    path = Path(root) / job.out
+    if not _complete(path):
+        return False
+    summary, info = read_summary(path) or {}, read_run_info(path) or {}
+    max_rounds = int(job.config.env.get("max_rounds", FeedConfig.max_rounds))
+    problems = []
+    if summary.get("rounds_completed") != max_rounds:
+        problems.append(f"{layout.SUMMARY} reports {summary.get('rounds_completed')!r} rounds, not {max_rounds}")
+    if info.get("replicate") != job.replicate or info.get("seed") != job.seed:
+        problems.append(f"{layout.RUN_INFO} names replicate {info.get('replicate')!r} and seed {info.get('seed')!r}, "
+                        f"not {job.replicate} and {job.seed}")
+    try:
+        found = config_digest_of(load_config(path / layout.CONFIG))
+    except (ConfigError, OSError) as exc:
+        found = f"unreadable ({exc})"
+    if found != config_digest_of(_expected_config(job, todo)):
+        problems.append(f"its {layout.CONFIG} is not the sweep cell's config")
+    if problems:
+        raise RunError(f"{path} says complete but {'; '.join(problems)}: move it away and resume the sweep")
+    resume_experiment(path, progress=False, **(options or {}))    # checks the files against the checkpoint
+    return True
+
+
+def config_digest_of(cfg: ExperimentConfig) -> str:
+    """SHA-256 of what a config says about the run itself (not its llm, logging or run sections,
+    which a resume may change: ``--allow-config-change``)."""
+    data = {k: v for k, v in to_dict(cfg, redact=True).items() if k not in ("llm", "logging", "run")}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _expected_config(job: Job, todo: list[Job]) -> ExperimentConfig:
+    if job.fork_from is None:
+        return job.config
+    base = next(j for j in todo if j.out == job.fork_from)
+    return fork_config(base.config, job.config, job.config.run.fork_at)[0]
+
+
 def _complete(path: Path) -> bool:
-    summary = read_json(path / "summary.json")
+    summary = read_summary(path)
     return bool(summary) and summary.get("status") == "complete"
 
 
@@ -311,7 +366,7 @@ def aggregate(directory: str | Path) -> Path:
     """Mean and 95% t-interval across replicates of every per-round metric of every condition
     (complete runs only) into ``aggregate.csv``; comparison plots into ``plots/``."""
     out = Path(directory)
-    manifest = read_json(out / SWEEP_FILE)
+    manifest = read_sweep(out)
     if manifest is None:
         raise RunError(f"{out} is not a sweep directory (no {SWEEP_FILE})")
     keys = list(manifest.get("keys", []))
@@ -351,9 +406,9 @@ def _index(out: Path, manifest: dict) -> None:
     rows = []
     for job in manifest.get("jobs", []):
         run = out / job["out"]
-        status = (read_json(run / "summary.json") or {}).get("status", "not started")
+        status = (read_summary(run) or {}).get("status", "not started")
         links = " ".join(f'<a href="{html.escape(job["out"])}/{name}">{label}</a>'
-                         for name, label in (("report.html", "report"), ("viewer.html", "viewer"))
+                         for name, label in ((layout.REPORT, "report"), (layout.VIEWER, "viewer"))
                          if (run / name).is_file())
         rows.append(f"<tr><td>{html.escape(str(job['condition_id']))}</td><td>{int(job['replicate'])}</td>"
                     f"<td>{html.escape(str(status))}</td><td>{links}</td></tr>")
@@ -373,7 +428,7 @@ def _index(out: Path, manifest: dict) -> None:
 def compare_sweep(directory: str | Path) -> list[dict]:
     """Every condition of the sweep in ``directory`` against its first condition."""
     root = Path(directory)
-    manifest = read_json(root / SWEEP_FILE)
+    manifest = read_sweep(root)
     if not isinstance(manifest, dict):
         raise RunError(f"{root} is not a sweep directory (no {SWEEP_FILE})")
     conditions = list(dict.fromkeys(job["condition_id"] for job in manifest.get("jobs", [])))
@@ -392,7 +447,7 @@ def compare_sweep(directory: str | Path) -> list[dict]:
 def _plots(folder: Path, values: dict) -> None:
     from matplotlib.ticker import MaxNLocator
 
-    from socialgym.experiments.plotting import figure, save
+    from socialgym.experiments.analysis.plotting import figure, save
 
     folder.mkdir(parents=True, exist_ok=True)
     panels = {

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from socialgym.experiments.config import WandbConfig, wandb_section
-from socialgym.experiments.files import finite_number
-from socialgym.experiments.recorder import ACTION_COUNTS, REWARD_COLUMNS
+from socialgym.experiments.define import WandbConfig, wandb_section
+from socialgym.rundir.files import finite_number
+from socialgym.rundir.layout import ACTION_COUNTS, REWARD_COLUMNS
 from socialgym.llm.sanitize import drop_secrets
 from socialgym.platform.actions import PUBLIC_TYPES
 
@@ -267,7 +267,7 @@ class WandbLogger:
         coloured by group, edge width proportional to |W_ij|."""
         import networkx as nx
 
-        from socialgym.experiments.plotting import figure
+        from socialgym.experiments.analysis.plotting import figure
 
         W = sp.coo_matrix(ties)
         n = W.shape[0]

@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from socialgym.experiments.compare import mean_ci
+from socialgym.experiments.analysis.compare import mean_ci
 
 VERDICTS = ("supported", "contradicted", "inconclusive")
 

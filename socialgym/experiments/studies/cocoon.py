@@ -5,8 +5,8 @@ Reproduces, with scripted users instead of LLM agents, the qualitative result of
 recommended falls from its peak; replacing 1, 3 or 5 of the feed's items with random ones every
 round restores it, more so the more items are replaced.
 
-    python -m socialgym.experiments.cocoon --out runs/cocoon          # 50 agents, 50 rounds
-    python -m socialgym.experiments.cocoon --rounds 12 --agents 20 --seeds 0
+    python -m socialgym.experiments.studies.cocoon --out runs/cocoon          # 50 agents, 50 rounds
+    python -m socialgym.experiments.studies.cocoon --rounds 12 --agents 20 --seeds 0
 
 Writes ``entropy.png`` (mean entropy per round, one line per condition, mean over seeds),
 ``deep_cocoon.png`` (share of agents in a deep cocoon) and ``results.json`` (every curve and
@@ -99,7 +99,7 @@ def run(args: CocoonArgs) -> dict:
 
 
 def plot(results: dict, out: str) -> list[str]:
-    from socialgym.experiments.plotting import figure, save
+    from socialgym.experiments.analysis.plotting import figure, save
 
     paths = []
     args = results["args"]

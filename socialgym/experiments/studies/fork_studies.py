@@ -3,7 +3,7 @@ misinformation`` (configs in ``configs/studies/``, ``--scale scripted`` or ``llm
 
 Each study is a sweep over ``interventions`` with ``run.fork_at``: the first condition (the
 control) runs whole, every other condition is forked from it after round ``fork_at``
-(``socialgym.experiments.fork``), so each replicate's branches share everything before their
+(``socialgym.experiments.run.fork``), so each replicate's branches share everything before their
 interventions and differ only through them. On top of the sweep's aggregate and its paired
 comparisons (``compare/<condition>.csv``), the analysis writes:
 
@@ -32,12 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from socialgym.experiments.compare import mean_ci, run_metrics
-from socialgym.experiments.config import load_config
-from socialgym.experiments.files import read_json, write_csv
-from socialgym.experiments.interventions import rounds_of
-from socialgym.experiments.runner import RunError
-from socialgym.experiments.sweep import SWEEP_FILE
+from socialgym.experiments.analysis.compare import mean_ci, run_metrics
+from socialgym.experiments.define import load_config
+from socialgym.rundir.files import write_csv
+from socialgym.experiments.define.schedule import rounds_of
+from socialgym.experiments.run.runner import RunError
+from socialgym.experiments.run.sweep import SWEEP_FILE
+from socialgym.rundir import layout, read_summary, read_sweep
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,10 @@ def analyze(out: str | Path, study: str) -> dict:
     """The effects, verdicts, figure and page of a finished fork study in ``out``."""
     spec = FORK_STUDIES[study]
     out = Path(out)
-    manifest = read_json(out / SWEEP_FILE)
+    manifest = read_sweep(out)
     if not isinstance(manifest, dict):
         raise RunError(f"{out} is not a sweep directory (no {SWEEP_FILE})")
-    cfg = load_config(out / "config.yaml")
+    cfg = load_config(out / layout.CONFIG)
     max_rounds = int(cfg.env.get("max_rounds"))
     conditions = list(dict.fromkeys(job["condition_id"] for job in manifest["jobs"]))
     if len(conditions) != len(spec.labels):
@@ -98,7 +99,7 @@ def analyze(out: str | Path, study: str) -> dict:
     runs: dict[int, dict[int, dict]] = {}          # condition index -> replicate -> metrics
     for job in manifest["jobs"]:
         path = out / job["out"]
-        if (read_json(path / "summary.json") or {}).get("status") != "complete":
+        if (read_summary(path) or {}).get("status") != "complete":
             raise RunError(f"{path} is not complete: resume the study (socialgym study {study} --out {out})")
         runs.setdefault(conditions.index(job["condition_id"]), {})[job["replicate"]] = run_metrics(path)
     interventions = [list(job["condition"].get("interventions") or []) for job in
@@ -118,16 +119,16 @@ def analyze(out: str | Path, study: str) -> dict:
             effects.append({"a": spec.labels[a], "b": spec.labels[b], "metric": metric, "from_round": start,
                             "effect": mean, "ci_low": low, "ci_high": high, "n_pairs": n})
     verdicts = [_verdict(e, effects, spec) for e in spec.expectations]
-    write_csv(out / "effects.csv", ["a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs"],
+    write_csv(out / layout.EFFECTS_CSV, ["a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs"],
               [[e[k] for k in ("a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs")]
                for e in effects])
-    (out / "effects.json").write_text(json.dumps(_finite({"effects": effects, "verdicts": verdicts}), indent=1,
+    (out / layout.EFFECTS_JSON).write_text(json.dumps(_finite({"effects": effects, "verdicts": verdicts}), indent=1,
                                                  default=_json) + "\n")
-    (out / "effects.md").write_text(effects_markdown(spec, effects, verdicts, int(cfg.run.fork_at)))
+    (out / layout.EFFECTS_MD).write_text(effects_markdown(spec, effects, verdicts, int(cfg.run.fork_at)))
     figure = _figure(out, spec, runs, interventions, int(cfg.run.fork_at), max_rounds)
-    (out / "study.html").write_text(_html(out, spec, manifest, effects, verdicts, figure), encoding="utf-8")
+    (out / layout.STUDY_HTML).write_text(_html(out, spec, manifest, effects, verdicts, figure), encoding="utf-8")
     return {"runs": len(manifest["jobs"]), "claims": {v["text"]: v["verdict"] for v in verdicts},
-            "html": str(out / "study.html"), "effects": effects, "verdicts": verdicts}
+            "html": str(out / layout.STUDY_HTML), "effects": effects, "verdicts": verdicts}
 
 
 def _first_difference(a: list, b: list, max_rounds: int) -> int:
@@ -184,7 +185,7 @@ def _interval(e: dict) -> str:
 
 
 def _figure(out: Path, spec: ForkStudy, runs: dict, interventions: list, fork_at: int, max_rounds: int) -> Path:
-    from socialgym.experiments.plotting import figure, save
+    from socialgym.experiments.analysis.plotting import figure, save
 
     metrics = [m for m in spec.metrics if any(m in reps[k] for reps in runs.values() for k in reps)]
     cols = min(3, len(metrics))
@@ -227,8 +228,8 @@ def _html(out: Path, spec: ForkStudy, manifest: dict, effects: list, verdicts: l
     erows = "".join(f"<tr><td>{esc(e['b'])} - {esc(e['a'])}</td><td>{esc(e['metric'])}</td><td>{e['from_round']}"
                     f"</td><td>{_num(e['effect'])}</td><td>{_interval(e)}</td><td>{e['n_pairs']}</td></tr>"
                     for e in effects)
-    links = "".join(f'<li><a href="{esc(job["out"])}/report.html">{esc(job["condition_id"])} / replicate '
-                    f'{job["replicate"]}</a></li>' for job in manifest["jobs"] if (out / job["out"] / "report.html").is_file())
+    links = "".join(f'<li><a href="{esc(job["out"])}/{layout.REPORT}">{esc(job["condition_id"])} / replicate '
+                    f'{job["replicate"]}</a></li>' for job in manifest["jobs"] if (out / job["out"] / layout.REPORT).is_file())
     compares = "".join(f'<li><a href="compare/{esc(p.name)}">{esc(p.name)}</a></li>'
                        for p in sorted((out / "compare").glob("*.md")))
     img = base64.b64encode(figure.read_bytes()).decode()

@@ -49,9 +49,10 @@ from socialgym.discussion import (
     MODERATOR, STRATEGIES, STRATEGY_LABELS, comment_lengths, diversity, generate_sdbs, run_discussion,
     score_discussion,
 )
-from socialgym.experiments.discussion_analysis import pairwise_mean_differences, stars, strategy_time_ols
-from socialgym.experiments.files import to_float
+from socialgym.experiments.analysis.discussion_analysis import pairwise_mean_differences, stars, strategy_time_ols
+from socialgym.rundir.files import to_float
 from socialgym.platform.validation import check_int, is_number
+from socialgym.rundir import layout
 
 SEED_OPINIONS = (
     "Social media platforms should be legally required to remove hate speech within 24 hours.",
@@ -180,7 +181,7 @@ def _client(cfg: ModerationExperiment, out: Path, stack: contextlib.ExitStack):
     return stack.enter_context(open_client(
         cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, n_ctx=cfg.n_ctx, server_log=out / "llm_server.log",
         max_concurrency=cfg.max_concurrency, temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
-        cache=out / "llm_cache.sqlite" if cfg.cache else None))
+        cache=out / layout.LLM_CACHE if cfg.cache else None))
 
 
 def _json_safe(value):
@@ -251,7 +252,7 @@ def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool
     out.mkdir(parents=True, exist_ok=True)
     config = json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
     saved = out / "config.json"
-    path = out / "discussions.jsonl"
+    path = out / layout.DISCUSSIONS
     if saved.exists() and path.exists():
         # resuming: the finished discussions must come from the same experiment
         old = json.loads(saved.read_text())
@@ -283,7 +284,7 @@ def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool
                      "fallbacks_by_purpose": dict(Counter(f.purpose for f in client.usage.fallbacks))}
     summary = analyse(out, usage=usage)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / layout.SUMMARY).write_text(json.dumps(summary, indent=2))
     return summary
 
 
@@ -315,7 +316,7 @@ COMMENT_COLUMNS = ("strategy", "discussion", "turn", "user_turn", "agent", "user
 
 
 def load_records(out: str | Path) -> list[dict]:
-    path = Path(out) / "discussions.jsonl"
+    path = Path(out) / layout.DISCUSSIONS
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
@@ -435,7 +436,7 @@ def _write_summary_md(out: Path, summary: dict) -> None:
 
 def _plots(out: Path, records, rows, present, tables) -> None:
     from socialgym.discussion import mean_by_turn
-    from socialgym.experiments.plotting import figure, save
+    from socialgym.experiments.analysis.plotting import figure, save
 
     plots = out / "plots"
     plots.mkdir(exist_ok=True)
@@ -539,7 +540,7 @@ def run_command(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m socialgym.experiments.moderation`` = ``socialgym moderation``."""
+    """``python -m socialgym.experiments.studies.moderation`` = ``socialgym moderation``."""
     parser = argparse.ArgumentParser(prog="socialgym moderation", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)

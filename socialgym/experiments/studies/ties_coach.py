@@ -2,7 +2,7 @@
 
 The 2 x 2 design (coach off/on x heuristic/LLM tie scoring) with K replicates on common random
 numbers is an ordinary sweep (``configs/studies/ties-coach*.yaml``), run and resumed by
-``socialgym.experiments.sweep``. This module adds what the paper reports on top of it:
+``socialgym.experiments.run.sweep``. This module adds what the paper reports on top of it:
 
 - ``task_rewards.csv``: per condition, replicate, task group and round, the group's mean task
   reward (the reward component its weights are concentrated on);
@@ -12,7 +12,7 @@ numbers is an ordinary sweep (``configs/studies/ties-coach*.yaml``), run and res
 - figures: task reward over rounds per group, coach vs no coach, 95 % intervals (the paper's
   Fig. 2); network metrics against θ, heuristic vs LLM ties, with the real-network bands
   (Figs. 3-4); degree distributions per condition (Figs. 5-8);
-- ``claims.md`` / ``claims.json`` (``socialgym.experiments.claims``) and ``study.html``, one
+- ``claims.md`` / ``claims.json`` (``socialgym.experiments.studies.claims``) and ``study.html``, one
   self-contained page with the figures, the claims and links to every run's report.
 """
 
@@ -29,17 +29,18 @@ from typing import Any
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.experiments import claims as claim_stats
-from socialgym.experiments.config import ConfigError, load_config
-from socialgym.experiments.runner import RunError
-from socialgym.experiments import fork_study
-from socialgym.experiments.files import read_json, read_records, write_csv
-from socialgym.experiments.fork_study import FORK_STUDIES
-from socialgym.experiments.compare import mean_ci
-from socialgym.experiments.sweep import SWEEP_FILE, resume_sweep, run_sweep
+from socialgym.experiments.studies import claims as claim_stats
+from socialgym.experiments.define import ConfigError, load_config
+from socialgym.experiments.run.runner import RunError
+from socialgym.experiments.studies import fork_studies as fork_study
+from socialgym.rundir.files import read_json, read_records, write_csv
+from socialgym.experiments.studies.fork_studies import FORK_STUDIES
+from socialgym.experiments.analysis.compare import mean_ci
+from socialgym.experiments.run.sweep import SWEEP_FILE, resume_sweep, run_sweep
+from socialgym.rundir import is_sweep, layout
 
 STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach.yaml"},
-           # intervention studies as forks (socialgym.experiments.fork_study)
+           # intervention studies as forks (socialgym.experiments.studies.fork_studies)
            "soc-strategy": {"scripted": "soc-strategy.yaml", "llm": "soc-strategy-llm.yaml"},
            "misinformation": {"scripted": "misinformation.yaml", "llm": "misinformation-llm.yaml"}}
 """Study name -> {scale: config file in configs/studies/}; the first scale is the default."""
@@ -58,7 +59,7 @@ def config_path(study: str, scale: str) -> Path:
         raise ConfigError(f"unknown study {study!r}; known: {', '.join(STUDIES)}")
     if scale not in STUDIES[study]:
         raise ConfigError(f"unknown scale {scale!r}; known: {', '.join(STUDIES[study])}")
-    root = Path(__file__).resolve().parents[2] / "configs" / "studies"
+    root = Path(__file__).resolve().parents[3] / "configs" / "studies"
     path = root / STUDIES[study][scale]
     if not path.is_file():
         raise ConfigError(f"{path} not found: the study configs live in the repository's configs/studies/")
@@ -79,7 +80,7 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
 
     out = Path(out)
     started = time.perf_counter()
-    resumed = (out / SWEEP_FILE).exists()
+    resumed = is_sweep(out)
     if resumed:
         sweep = resume_sweep(out, progress=progress)
     else:
@@ -96,14 +97,14 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
             overrides += [f"llm.base_url={base_url}", f"llm.model={model}", "llm.max_concurrency=16"]
         cfg = load_config(config_path(study, scale), overrides)
         sweep = run_sweep(cfg, out, progress=progress)
-        (out / "study_config.json").write_text(json.dumps({"study": study, "scale": scale}) + "\n")
-    name = (read_json(out / "study_config.json") or {}).get("study", study)
+        (out / layout.STUDY_CONFIG).write_text(json.dumps({"study": study, "scale": scale}) + "\n")
+    name = (read_json(out / layout.STUDY_CONFIG) or {}).get("study", study)
     if name in FORK_STUDIES:
         result = fork_study.analyze(out, name)
     else:
         result = analyze(out)
-    info = json.loads((out / "study_config.json").read_text()) if (out / "study_config.json").is_file() else {}
-    cfg = load_config(out / "config.yaml")
+    info = json.loads((out / layout.STUDY_CONFIG).read_text()) if (out / layout.STUDY_CONFIG).is_file() else {}
+    cfg = load_config(out / layout.CONFIG)
     llm = cfg.llm
     info.update({"runs": result["runs"], "wall_seconds": round(time.perf_counter() - started, 1), "resumed": resumed,
                  "model": (llm.model if llm and llm.base_url else "the embedded SmolLM2-135M") if cfg.uses_llm()
@@ -119,7 +120,7 @@ def _runs(out: Path) -> list[dict]:
     runs = []
     for job in manifest["jobs"]:
         path = out / job["out"]
-        summary = path / "summary.json"
+        summary = path / layout.SUMMARY
         if not summary.is_file() or json.loads(summary.read_text()).get("status") != "complete":
             raise RunError(f"{path} is not complete: resume the study (socialgym study ... --out {out})")
         cond = job["condition"]
@@ -130,7 +131,7 @@ def _runs(out: Path) -> list[dict]:
 
 def _task_curves(path: Path) -> dict[str, np.ndarray]:
     """Per task group (named after its reward), the group's mean task reward per round."""
-    rows = read_records(path / "rounds.csv")
+    rows = read_records(path / layout.ROUNDS)
     rounds = sorted({int(r["round"]) for r in rows})
     curves = {}
     for task in REWARD_NAMES:
@@ -150,7 +151,7 @@ def _final_ties(path: Path):
 
 
 def _groups(path: Path) -> list[str]:
-    summary = json.loads((path / "summary.json").read_text())
+    summary = json.loads((path / layout.SUMMARY).read_text())
     return [summary.get("groups", {}).get(a, "") for a in summary["agents"]]
 
 
@@ -176,17 +177,17 @@ def analyze(out: str | Path) -> dict:
                                                   "avg_shortest_path_norm", "modularity", "homophily", "n_edges"))])
             if abs(row["theta"] - 0.1) < 1e-9:
                 degrees.setdefault((run["coach"], run["llm_ties"]), []).append(row["degree_histogram"])
-    write_csv(out / "task_rewards.csv", ["condition_id", "coach", "llm_ties", "replicate", "task", "round",
+    write_csv(out / layout.TASK_REWARDS, ["condition_id", "coach", "llm_ties", "replicate", "task", "round",
                                          "task_reward"], reward_rows)
-    write_csv(out / "theta_sweep.csv", ["condition_id", "coach", "llm_ties", "replicate", "theta", "density",
+    write_csv(out / layout.THETA_SWEEP, ["condition_id", "coach", "llm_ties", "replicate", "theta", "density",
                                         "clustering", "lcc_fraction", "avg_shortest_path", "avg_shortest_path_norm",
                                         "modularity", "homophily", "n_edges"], sweep_rows)
     verdicts = _claims(runs)
-    (out / "claims.json").write_text(json.dumps([v.to_dict() for v in verdicts], indent=1, default=_json) + "\n")
-    (out / "claims.md").write_text(claims_markdown(verdicts))
+    (out / layout.CLAIMS_JSON).write_text(json.dumps([v.to_dict() for v in verdicts], indent=1, default=_json) + "\n")
+    (out / layout.CLAIMS_MD).write_text(claims_markdown(verdicts))
     figures = _figures(out, runs, degrees)
-    (out / "study.html").write_text(_html(out, runs, verdicts, figures))
-    return {"runs": len(runs), "claims": {v.claim: v.verdict for v in verdicts}, "html": str(out / "study.html")}
+    (out / layout.STUDY_HTML).write_text(_html(out, runs, verdicts, figures))
+    return {"runs": len(runs), "claims": {v.claim: v.verdict for v in verdicts}, "html": str(out / layout.STUDY_HTML)}
 
 
 def _stack(runs: list[dict], task: str, first_round: int = 1) -> np.ndarray:
@@ -217,7 +218,7 @@ def _claims(runs: list[dict]) -> list:
 
 def claims_markdown(verdicts) -> str:
     lines = ["# The core paper's claims, tested", "",
-             "Verdicts follow rules fixed before the data (`socialgym/experiments/claims.py`, docs/reproduction.md).",
+             "Verdicts follow rules fixed before the data (`socialgym/experiments/studies/claims.py`, docs/reproduction.md).",
              "", "| claim | statistic | verdict |", "|---|---|---|"]
     lines += [f"| {v.claim} | {v.statistic} | **{v.verdict}** |" for v in verdicts]
     for v in verdicts:
@@ -228,7 +229,7 @@ def claims_markdown(verdicts) -> str:
 
 # ---------------------------------------------------------------------------------- figures
 def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str]]:
-    from socialgym.experiments.plotting import figure
+    from socialgym.experiments.analysis.plotting import figure
 
     folder = out / "plots"
     folder.mkdir(exist_ok=True)
@@ -284,7 +285,7 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
 
 
 def _captioned(fig, path: Path, caption: str) -> tuple[Path, str]:
-    from socialgym.experiments.plotting import save
+    from socialgym.experiments.analysis.plotting import save
 
     save(fig, path, dpi=110)
     return path, caption
@@ -296,16 +297,16 @@ def _html(out: Path, runs: list[dict], verdicts, figures) -> str:
     imgs = "".join(f'<figure><img alt="{html.escape(p.name)}" src="data:image/png;base64,'
                    f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption></figure>'
                    for p, c in figures)
-    links = "".join(f'<li><a href="{html.escape(os.path.relpath(r["path"] / "report.html", out))}">'
+    links = "".join(f'<li><a href="{html.escape(os.path.relpath(r["path"] / layout.REPORT, out))}">'
                     f'{html.escape(r["condition_id"])} / replicate {r["replicate"]}</a>'
-                    + (f' (<a href="{html.escape(os.path.relpath(r["path"] / "viewer.html", out))}">viewer</a>)'
-                       if (r["path"] / "viewer.html").is_file() else "") + '</li>' for r in runs)
+                    + (f' (<a href="{html.escape(os.path.relpath(r["path"] / layout.VIEWER, out))}">viewer</a>)'
+                       if (r["path"] / layout.VIEWER).is_file() else "") + '</li>' for r in runs)
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>socialgym study: ties-coach"
             "</title><style>body{font-family:sans-serif;max-width:1200px;margin:auto}img{max-width:100%}"
             "td,th{border:1px solid #ccc;padding:4px}table{border-collapse:collapse}</style></head><body>"
             f"<h1>The core paper's study: coach x tie scoring</h1><p>{len(runs)} runs in {html.escape(str(out))}</p>"
             f"<h2>Claims</h2><table><tr><th>claim</th><th>statistic</th><th>verdict</th></tr>{rows}</table>"
-            f"<p>Numbers and rules: claims.md, claims.json.</p><h2>Figures</h2>{imgs}"
+            f"<p>Numbers and rules: {layout.CLAIMS_MD}, {layout.CLAIMS_JSON}.</p><h2>Figures</h2>{imgs}"
             f"<h2>Runs</h2><ul>{links}</ul></body></html>\n")
 
 

@@ -1,0 +1,2 @@
+"""Reading runs back: the HTML report, paired comparisons with intervals, policy evaluation,
+the discussion statistics, and the figures (``plotting``)."""

@@ -1,0 +1,260 @@
+"""Checks of what a config's sections name, run when it is loaded: the recommender and its
+re-rankers with their parameters, each policy group's parameters, the persona source, and the
+combinations of sections (``_check``). Every problem is one :class:`ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from pathlib import Path
+from typing import Mapping
+
+
+from socialgym.agents.persona import PERSONA_SETS
+from socialgym.config import MAX_TEXT_CHARS, FeedConfig
+from socialgym.platform.validation import is_int, is_number, show
+from socialgym.experiments.define.schema import (BACKENDS, ConfigError, ENV_GROUPS, ExperimentConfig,
+                                                 LLM_PARAMS_RESERVED, MAX_JOBS, MAX_SEED, PARAM_LIMITS, POLICY_KINDS,
+                                                 STRUCTURED_MODES, thaw)
+
+def check_sections(cfg: ExperimentConfig) -> None:
+    """Cross-section rules."""
+    if cfg.personas.survey and not any(g.kind == "llm" for g in cfg.policy_groups()):
+        raise ConfigError("personas.survey: the Mini-IPIP survey is given to llm agents; this run has none")
+    n = int(cfg.env.get("n_agents", FeedConfig.n_agents))
+    p = cfg.policy
+    kinds = [p.kind] + [g.kind for g in p.groups]
+    for i, kind in enumerate(kinds):
+        if kind not in POLICY_KINDS:
+            where = "policy.kind" if i == 0 else f"policy.groups[{i - 1}].kind"
+            raise ConfigError(f"{where} must be one of {', '.join(POLICY_KINDS)}, got {show(kind)}")
+    if p.groups:
+        names = [g.name for g in p.groups]
+        if len(set(names)) != len(names):
+            twice = sorted({x for x in names if names.count(x) > 1})
+            raise ConfigError(f"policy.groups: names must be unique, {show(twice)} appear more than once")
+        if sum(g.agents is None for g in p.groups) > 1:
+            raise ConfigError("policy.groups: at most one group may leave out 'agents' (it takes the rest)")
+        for i, g in enumerate(p.groups):
+            if g.agents is not None and g.agents < 1:
+                raise ConfigError(f"policy.groups[{i}].agents must be >= 1, got {g.agents}")
+            if g.coach and g.kind != "llm":
+                raise ConfigError(f"policy.groups[{i}].coach: only llm agents can be coached")
+            if g.lambdas is not None:
+                try:
+                    FeedConfig.from_kwargs(n_agents=2, lambdas=g.lambdas)
+                except (TypeError, ValueError) as exc:
+                    raise ConfigError(f"policy.groups[{i}].lambdas: {exc}") from None
+        taken = sum(g.agents or 0 for g in p.groups)
+        if (taken != n and all(g.agents is not None for g in p.groups)) or taken > n \
+                or (taken == n and any(g.agents is None for g in p.groups)):
+            raise ConfigError(f"policy.groups: the groups' agents must add up to env.n_agents = {n}, got {taken}")
+    elif p.coach and p.kind != "llm":
+        raise ConfigError("policy.coach: only llm agents can be coached (policy.kind is "
+                          f"{show(p.kind)})")
+    if cfg.llm is not None:
+        if cfg.llm.base_url is not None:
+            if not re.match(r"https?://[^\s/?#]+", cfg.llm.base_url):
+                raise ConfigError(f"llm.base_url must be an http:// or https:// URL, got {show(cfg.llm.base_url)}")
+            if not cfg.llm.model:
+                raise ConfigError("llm.model is required with llm.base_url")
+        if cfg.llm.structured not in STRUCTURED_MODES:
+            raise ConfigError(f"llm.structured must be one of {', '.join(STRUCTURED_MODES)}, "
+                              f"got {show(cfg.llm.structured)}")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cfg.llm.api_key_env):
+            raise ConfigError(f"llm.api_key_env is the name of an environment variable (letters, digits, _), "
+                              f"got {show(cfg.llm.api_key_env)}")
+    if cfg.run.backend not in BACKENDS:
+        raise ConfigError(f"run.backend must be one of {', '.join(BACKENDS)}, got {show(cfg.run.backend)}")
+    if cfg.seed + cfg.run.replicates - 1 > MAX_SEED:
+        raise ConfigError(f"seed + run.replicates - 1 = {cfg.seed + cfg.run.replicates - 1} (the last replicate's "
+                          f"seed) is more than {MAX_SEED}")
+    cells = math.prod(len(v) for v in cfg.sweep.values()) if cfg.sweep else 1
+    if cells * cfg.run.replicates > MAX_JOBS:
+        raise ConfigError(f"run.replicates: {cells} sweep cells x {cfg.run.replicates} replicates = "
+                          f"{cells * cfg.run.replicates} runs, more than MAX_JOBS = {MAX_JOBS}")
+    if cfg.env.get("tie_scorer") is not None and cfg.llm is not None and cfg.llm.tie_scorer:
+        raise ConfigError("set either env.ties.tie_scorer or llm.tie_scorer, not both")
+    if "lambdas" in cfg.env and any(g.lambdas is not None for g in p.groups):
+        raise ConfigError("set either env.rewards.lambdas or policy.groups[*].lambdas, not both")
+
+
+def _env_key(cfg: ExperimentConfig, key: str) -> str:
+    """Where an env key was written (``env.ties.tie_scorer`` or ``env.tie_scorer``)."""
+    for group, keys in ENV_GROUPS.items():
+        if key in keys:
+            return f"env.{group}.{key}"
+    return f"env.{key}"
+
+
+def check_env_objects(cfg: ExperimentConfig) -> None:
+    """Build what the environment will build from names — the recommender with its parameters
+    and its re-ranking wrappers — so that an unknown parameter or a bad value fails now."""
+    from socialgym.recommenders import Reranker, apply_reranking, make_recommender
+
+    env = FeedConfig.from_kwargs(**thaw(cfg.env))
+    n = env.n_agents
+    kwargs = dict(env.recommender_kwargs)
+    _param_limits("env.recommender_kwargs", kwargs)
+    for i, step in enumerate(env.rerank):
+        if isinstance(step, Mapping):
+            _param_limits(f"env.rerank[{i}]", step)
+    try:
+        recommender = make_recommender(env.recommender, **kwargs)
+    except ImportError as exc:
+        raise ConfigError(f"env.recommender {show(env.recommender)}: {exc}") from None
+    except Exception as exc:                        # noqa: BLE001 -- any constructor complaint
+        raise ConfigError(f"env.recommender_kwargs: {_exc_text(exc)}") from None
+    for i, step in enumerate(env.rerank):
+        if not isinstance(step, Mapping):       # a user's callable: not called before the run
+            continue
+        try:
+            recommender = apply_reranking(recommender, [thaw(step)])
+        except Exception as exc:                    # noqa: BLE001
+            raise ConfigError(f"env.rerank[{i}]: {_exc_text(exc)}") from None
+        codes = getattr(recommender, "stance_codes", None)
+        if isinstance(recommender, Reranker) and codes is not None and len(codes) != n:
+            raise ConfigError(f"env.rerank[{i}].stances has {len(codes)} labels for env.n_agents = {n} agents")
+    ts = env.tie_scorer
+    if isinstance(ts, Mapping):
+        where = _env_key(cfg, "tie_scorer")
+        spec = dict(ts)
+        kind = spec.pop("kind")
+        if kind == "logistic":
+            try:
+                FeedConfig.from_kwargs(evidence_weights=spec)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        else:
+            raise ConfigError(f"{where}: kind 'llm' builds its own client here; use llm.tie_scorer: true, "
+                              "which scores ties through the run's model")
+
+
+def _param_limits(where: str, params: Mapping) -> None:
+    for key, limit in PARAM_LIMITS.items():
+        value = params.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > limit:
+            raise ConfigError(f"{where}.{key} must be at most {limit}, got {show(value)}")
+
+
+def _exc_text(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    known = (TypeError, ValueError, OSError, ImportError)
+    return text if isinstance(exc, known) and text else f"{type(exc).__name__}: {text}"
+
+
+def check_policy_params(cfg: ExperimentConfig) -> None:
+    """The constructor keywords of each group's policy, as the runner will pass them."""
+    from socialgym.baselines import GreedyPolicy, RandomPolicy
+
+    groups = cfg.policy_groups()
+    llm_params: dict = {}
+    llm_where = "policy.params"
+    for i, g in enumerate(groups):
+        where = f"policy.groups[{i}].params" if cfg.policy.groups else "policy.params"
+        params = thaw(g.params)
+        if g.kind in ("random", "greedy"):
+            cls = RandomPolicy if g.kind == "random" else GreedyPolicy
+            try:
+                inspect.signature(cls).bind(**{"seed": 0, **params})
+            except TypeError as exc:
+                allowed = ", ".join(inspect.signature(cls).parameters)
+                raise ConfigError(f"{where}: {exc}; a {g.kind} policy takes {allowed}") from None
+            seed = params.get("seed")
+            if seed is not None and (not is_int(seed, numpy=False) or not 0 <= seed <= MAX_SEED):
+                raise ConfigError(f"{where}.seed must be an integer in [0, {MAX_SEED}], got {show(seed)}")
+            for name in ("mention_prob", "b"):
+                if name in params:
+                    value = params[name]
+                    if not is_number(value, numpy=False) or not 0 <= value <= 1:
+                        raise ConfigError(f"{where}.{name} must be a number in [0, 1], got {show(value)}")
+        elif g.kind == "topic_users":
+            from socialgym.baselines.topic_users import TopicUsers
+            if cfg.env.get("agent_interests") is None:
+                raise ConfigError(f"policy.groups[{i}]: topic_users agents need env.agent_interests (one topic "
+                                  "per agent, or an (n, K) preference matrix): their topic preferences"
+                                  if cfg.policy.groups else "policy: topic_users agents need env.agent_interests "
+                                  "(one topic per agent, or an (n, K) preference matrix): their topic preferences")
+            taken = {"preferences", "layout", "n_agents", "agent_ids", "n_topics", "interests_per_agent"}
+            allowed = [k for k in inspect.signature(TopicUsers).parameters if k not in taken] + ["concentration"]
+            unknown = sorted(set(params) - set(allowed))
+            if unknown:
+                raise ConfigError(f"{where}: unknown parameter {unknown[0]!r}; a topic_users policy takes "
+                                  f"{', '.join(dict.fromkeys(allowed))}")
+            try:
+                TopicUsers.from_interests(cfg.env["agent_interests"],
+                                          cfg.env.get("topics", FeedConfig.topics), **{"seed": 0, **params})
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        elif g.kind == "torch":
+            path = params.get("path")
+            if not isinstance(path, str) or not path.strip():
+                raise ConfigError(f"{where}.path must name a trained model file (model.pt), got {show(path)}")
+            try:
+                exists = Path(path).is_file()
+            except (OSError, ValueError):
+                exists = False
+            if not exists:
+                raise ConfigError(f"{where}.path: {show(path)} is not a file")
+        elif g.kind == "llm":
+            llm_params.update(params)
+            llm_where = where
+    if not llm_params:
+        return
+    reserved = sorted(set(llm_params) & set(LLM_PARAMS_RESERVED))
+    if reserved:
+        raise ConfigError(f"{llm_where}: {', '.join(reserved)} {'is' if len(reserved) == 1 else 'are'} set by the runner")
+    for name in ("plan_tokens", "vote_tokens", "text_tokens"):
+        value = llm_params.get(name)
+        if value is not None and (not is_int(value, numpy=False) or not 1 <= value <= 1_000_000):
+            raise ConfigError(f"{llm_where}.{name} must be null or an integer in [1, 1000000], got {show(value)}")
+    if "new_topics" in llm_params and not isinstance(llm_params["new_topics"], bool):
+        raise ConfigError(f"{llm_where}.new_topics must be true or false, got {show(llm_params['new_topics'])}")
+    for name in ("item_chars", "text_chars"):
+        value = llm_params.get(name)
+        if is_int(value, numpy=False) and value > MAX_TEXT_CHARS:
+            raise ConfigError(f"{llm_where}.{name} must be at most MAX_TEXT_CHARS = {MAX_TEXT_CHARS}, got {value}")
+    try:
+        from socialgym.agents.llm_policy import LLMPolicy
+    except ImportError:                             # the llm extra is missing: the runner says so
+        return
+    try:
+        LLMPolicy(None, {}, coach=None, coached=[], seed=0, **llm_params)
+    except Exception as exc:                        # noqa: BLE001 -- any constructor complaint
+        raise ConfigError(f"{llm_where}: {_exc_text(exc)}") from None
+
+
+_PERSONA_CACHE: dict = {}
+
+
+def check_personas(cfg: ExperimentConfig) -> None:
+    """Load the persona source now (the runner loads it again): a missing file, a bad field or
+    too few personas for the agents is a config error, not a crash in round 0."""
+    source = cfg.personas.source
+    if source is None:
+        return
+    from socialgym.agents.persona import load_personas
+
+    try:
+        key = source if source in PERSONA_SETS else (str(Path(source)), Path(source).stat().st_mtime_ns,
+                                                     Path(source).stat().st_size)
+    except (OSError, ValueError):
+        key = None
+    personas = _PERSONA_CACHE.get(key) if key is not None else None
+    if personas is None:
+        try:
+            personas = load_personas(source)
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            raise ConfigError(f"personas.source: {_exc_text(exc)}") from None
+        if key is not None:
+            if len(_PERSONA_CACHE) > 32:
+                _PERSONA_CACHE.clear()
+            _PERSONA_CACHE[key] = personas
+    n = int(cfg.env.get("n_agents", FeedConfig.n_agents))
+    if len(personas) < n:
+        raise ConfigError(f"personas.source: {show(source)} has {len(personas)} personas for "
+                          f"env.n_agents = {n} agents")
+
+

@@ -1,0 +1,114 @@
+"""The format of a run directory: every file name, every column, where each kind of file lies.
+
+A run directory (``socialgym run``, ``resume``, ``fork``), a sweep directory (a folder per
+condition and replicate beside ``sweep.json``), a study directory (a sweep with the study's
+figures and claims) and a moderation-experiment directory hold the files named here; the
+table of what each holds is in ``docs/experiments.md`` ("The run directory"). No other module
+writes one of these names as a string: they import it from here (``tests/test_structure.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from socialgym.config import REWARD_NAMES
+from socialgym.platform.actions import ACTION_TYPES
+
+# ---------------------------------------------------------------------------------- one run
+CONFIG = "config.yaml"
+"""The resolved config, secrets removed; what ``resume`` reads. Its presence marks a run directory."""
+RUN_INFO = "run.json"
+"""The run's id, sweep condition, replicate and seed; ``config_changes``; a fork's origin."""
+SUMMARY = "summary.json"
+"""Status (running / complete / failed), problems, rounds completed, final means, LLM usage."""
+ROUNDS = "rounds.csv"
+NETWORK = "network.csv"
+EVENTS = "events.jsonl"
+TRANSCRIPTS = "transcripts.jsonl"
+SURVEYS = "surveys.csv"
+INTERVIEWS = "interviews.jsonl"
+PERSONAS = "personas.json"
+LLM_CACHE = "llm_cache.sqlite"
+CHECKPOINT = "checkpoint.pkl"
+SNAPSHOTS = "snapshots"
+"""Folder of the checkpoint after each round (``snapshots/round_NNNN.pkl``), for forks and interviews."""
+TIES = "ties"
+"""Folder of the tie matrix after each round (``ties/round_NNNN.npz``)."""
+PLOTS = "plots"
+REPORT = "report.html"
+VIEWER = "viewer.html"
+COMPARE_CSV = "compare.csv"
+COMPARE_MD = "compare.md"
+
+TEXT_FILES = (ROUNDS, NETWORK, EVENTS, TRANSCRIPTS, SURVEYS, INTERVIEWS)
+"""The append-only files the recorder writes round by round (cut back to a checkpoint on resume)."""
+
+# ---------------------------------------------------------------------------------- a sweep, a study
+SWEEP = "sweep.json"
+"""A sweep's manifest: its conditions, replicates and each job's folder."""
+AGGREGATE = "aggregate.csv"
+STUDY_CONFIG = "study_config.json"
+STUDY_HTML = "study.html"
+CLAIMS_MD = "claims.md"
+CLAIMS_JSON = "claims.json"
+TASK_REWARDS = "task_rewards.csv"
+THETA_SWEEP = "theta_sweep.csv"
+EFFECTS_CSV = "effects.csv"
+EFFECTS_MD = "effects.md"
+EFFECTS_JSON = "effects.json"
+
+# ---------------------------------------------------------------------------------- a moderation experiment
+DISCUSSIONS = "discussions.jsonl"
+
+# ---------------------------------------------------------------------------------- columns
+REWARD_COLUMNS = (*REWARD_NAMES, "total")
+ACTION_COUNTS = (*ACTION_TYPES, "votes_up", "votes_down", "invalid")
+"""The agent's actions of the round by type (NOTs included), its votes and its invalid actions."""
+COUNT_COLUMNS = (*ACTION_COUNTS, "fallbacks")
+ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_COLUMNS, *COUNT_COLUMNS)
+"""rounds.csv: one row per agent and round."""
+NETWORK_METRICS = ("n_edges", "density", "clustering", "lcc_fraction", "avg_shortest_path", "modularity",
+                   "homophily", "directed_density", "directed_clustering")
+EXPOSURE_METRICS = ("mean_topic_entropy", "deep_cocoon_share", "author_exposure_gini", "cross_cutting_share")
+GROUP_EXPOSURE_METRICS = ("deep_cocoon_share", "cross_cutting_share")
+"""The exposure metrics network.csv also gives per group (``<metric>:<group>``)."""
+SURVEY_COLUMNS = ("round", "agent", "group", "policy", "survey", "item", "scale", "answer", "status", "source")
+"""surveys.csv: one row per agent, item and round."""
+
+
+def network_columns(groups: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """network.csv's columns for a run whose agents form ``groups`` (sorted, empty names left out)."""
+    return ("round", *NETWORK_METRICS, "n_ties", "mean_tie", "max_tie", *EXPOSURE_METRICS,
+            *(f"{m}:{g}" for m in GROUP_EXPOSURE_METRICS for g in groups),
+            "mean_total", "llm_calls", "prompt_tokens", "completion_tokens")
+
+
+# ---------------------------------------------------------------------------------- per-round files
+def tie_path(run: Path, round: int) -> Path:
+    """The tie matrix written after ``round``."""
+    return Path(run) / TIES / f"round_{int(round):04d}.npz"
+
+
+def snapshot_path(run: Path, round: int) -> Path:
+    """The checkpoint kept after ``round`` (``run.snapshots``)."""
+    return Path(run) / SNAPSHOTS / f"round_{int(round):04d}.pkl"
+
+
+def _numbered(folder: Path, suffix: str) -> dict[int, Path]:
+    found = {}
+    for path in folder.glob(f"round_*{suffix}"):
+        stem = path.name[len("round_"):-len(suffix)]
+        if stem.isdigit():
+            found[int(stem)] = path
+    return dict(sorted(found.items()))
+
+
+def tie_files(run: Path) -> dict[int, Path]:
+    """round -> tie matrix file, in round order (files not named ``round_NNNN.npz`` left out)."""
+    return _numbered(Path(run) / TIES, ".npz")
+
+
+def snapshot_files(run: Path) -> dict[int, Path]:
+    """round -> kept checkpoint, in round order."""
+    return _numbered(Path(run) / SNAPSHOTS, ".pkl")
+

@@ -1,0 +1,117 @@
+"""Reading and writing the files of a run directory by what they are, not by their names.
+
+The runner, recorder, report, viewer, compare, fork, sweep and the studies go through these
+(and the names in :mod:`socialgym.rundir.layout`). Readers forgive what a killed run leaves
+behind (a missing or half-written file gives ``default``); writers are atomic.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from socialgym.rundir import layout
+from socialgym.rundir.files import read_json, read_jsonl, read_records, write_json
+
+
+# ---------------------------------------------------------------------------------- what a folder is
+def is_run(path: Path) -> bool:
+    """A run directory: it has the resolved config (written last when the run is created)."""
+    return (Path(path) / layout.CONFIG).is_file()
+
+
+def is_sweep(path: Path) -> bool:
+    """A sweep (or study) directory: it has the sweep manifest."""
+    return (Path(path) / layout.SWEEP).exists()
+
+
+def was_started(path: Path) -> bool:
+    """Something ran in ``path``: it has a summary or a checkpoint."""
+    return (Path(path) / layout.SUMMARY).exists() or (Path(path) / layout.CHECKPOINT).exists()
+
+
+# ---------------------------------------------------------------------------------- small JSON files
+def read_summary(run: Path, default: Any = None) -> Any:
+    """summary.json, or ``default`` when it is missing or not JSON."""
+    return read_json(Path(run) / layout.SUMMARY, default)
+
+
+def write_summary(run: Path, summary: dict, *, default=None) -> None:
+    write_json(Path(run) / layout.SUMMARY, summary, default=default, ensure_ascii=True)
+
+
+def status(run: Path) -> str | None:
+    """The run's status from its summary (running, complete, failed), None without one."""
+    summary = read_summary(run)
+    return summary.get("status") if isinstance(summary, dict) else None
+
+
+def read_run_info(run: Path, default: Any = None) -> Any:
+    """run.json: the run's id, sweep condition, replicate, seed, config changes, fork origin."""
+    return read_json(Path(run) / layout.RUN_INFO, default)
+
+
+def write_run_info(run: Path, info: dict) -> None:
+    write_json(Path(run) / layout.RUN_INFO, info, default=str, ensure_ascii=True)
+
+
+def read_personas(run: Path, default: Any = None) -> Any:
+    return read_json(Path(run) / layout.PERSONAS, default)
+
+
+def write_personas(run: Path, personas: dict) -> None:
+    write_json(Path(run) / layout.PERSONAS, personas)
+
+
+def read_sweep(path: Path, default: Any = None) -> Any:
+    """sweep.json: a sweep's manifest."""
+    return read_json(Path(path) / layout.SWEEP, default)
+
+
+def write_sweep(path: Path, manifest: dict) -> None:
+    write_json(Path(path) / layout.SWEEP, manifest, default=str, ensure_ascii=True)
+
+
+# ---------------------------------------------------------------------------------- per-round files
+def read_rounds(run: Path) -> list[dict[str, str]]:
+    """rounds.csv as dicts keyed by its header (raises OSError when it is missing)."""
+    return read_records(Path(run) / layout.ROUNDS)
+
+
+def read_network(run: Path) -> list[dict[str, str]]:
+    """network.csv as dicts keyed by its header (raises OSError when it is missing)."""
+    return read_records(Path(run) / layout.NETWORK)
+
+
+def iter_events(run: Path):
+    """(event or None for a line that is no JSON object, line number) of events.jsonl."""
+    return read_jsonl(Path(run) / layout.EVENTS)
+
+
+def survey_means(run: Path) -> dict[str, tuple[str, dict[int, float], int]]:
+    """surveys.csv read back: ``"<survey>.<item>"`` -> (scale, {round: mean numeric answer}, number
+    of answers), over the agents that answered (status ok); free-text items and cells that are
+    no number are left out (the report, sweeps and ``compare`` read answers through this)."""
+    sums: dict[str, dict[int, list[float]]] = {}
+    scales: dict[str, str] = {}
+    path = Path(run) / layout.SURVEYS
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        for row in csv.DictReader(f):
+            try:
+                r, value = int(row.get("round") or ""), float(row.get("answer") or "")
+            except ValueError:
+                continue
+            if row.get("status") != "ok" or row.get("scale") == "text" or not math.isfinite(value):
+                continue
+            key = f"{row.get('survey')}.{row.get('item')}"
+            scales[key] = str(row.get("scale"))
+            sums.setdefault(key, {}).setdefault(r, []).append(value)
+    return {k: (scales[k], {r: float(np.mean(v)) for r, v in by_round.items()}, sum(map(len, by_round.values())))
+            for k, by_round in sums.items()}
+
