@@ -37,6 +37,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("run directory", ("socialgym.rundir",)),
     # the viewer reads a run directory; the experiments build viewers of their runs
     ("viewer", ("socialgym.viewer",)),
+    # the experiment layer's rooms, in this order (its package entry re-exports the main API)
+    ("experiments: define", ("socialgym.experiments.errors", "socialgym.experiments.define")),
+    ("experiments: analysis", ("socialgym.experiments.analysis",)),
+    ("experiments: run", ("socialgym.experiments.run",)),
+    ("experiments: studies", ("socialgym.experiments.studies",)),
     ("experiments", ("socialgym.experiments", "socialgym.demo")),
     ("cli", ("socialgym.cli",)),
 ]

@@ -1,20 +1,7 @@
-"""Surveys: questionnaires put to chosen agents at the end of chosen rounds of a run.
+"""Surveys during a run: questionnaires put to chosen agents at the end of chosen rounds.
 
-In a config, ``surveys:`` is a list of mappings (docs/experiments.md)::
-
-    surveys:
-      - instrument: stance                # built-in: mini_ipip | stance | satisfaction | trust
-        every: 3                          # or at_round: r; optional from / until
-        target: all                       # all | a policy group's name | a list of agent ids
-        topic: climate                    # stance only, required: the platform topic of the issue
-        issue: action on climate change   # stance only, optional: how the issue is worded
-      - name: exit                        # a custom questionnaire: name and items
-        at_round: 10
-        scale: likert5                    # optional: the scale of items that give none (default likert5)
-        items:
-          - {id: fair, text: "The feed showed me a fair mix of views.", scale: likert5}
-          - {id: rating, text: "How would you rate this platform?", scale: "0-10"}
-          - {id: change, text: "What would you change about your feed?", scale: text}
+A config's ``surveys:`` section (its form and checks: :mod:`socialgym.experiments.define.surveys`)
+says what is asked, when and of whom; this module asks it and collects the answers.
 
 **When.** A survey is administered at the END of its round, after the vote step (so it sees the
 round's rewards and tie updates): ``at_round: r``, or ``every: k`` with ``from`` (default ``k``)

@@ -33,11 +33,11 @@ from socialgym.experiments.studies import claims as claim_stats
 from socialgym.experiments.define import ConfigError, load_config
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.studies import fork_studies as fork_study
-from socialgym.rundir.files import read_json, read_records, write_csv
+from socialgym.rundir.files import read_json, write_csv
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
 from socialgym.experiments.analysis.compare import mean_ci
 from socialgym.experiments.run.sweep import SWEEP_FILE, resume_sweep, run_sweep
-from socialgym.rundir import is_sweep, layout
+from socialgym.rundir import is_sweep, layout, read_rounds
 
 STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach.yaml"},
            # intervention studies as forks (socialgym.experiments.studies.fork_studies)
@@ -131,7 +131,7 @@ def _runs(out: Path) -> list[dict]:
 
 def _task_curves(path: Path) -> dict[str, np.ndarray]:
     """Per task group (named after its reward), the group's mean task reward per round."""
-    rows = read_records(path / layout.ROUNDS)
+    rows = read_rounds(path)
     rounds = sorted({int(r["round"]) for r in rows})
     curves = {}
     for task in REWARD_NAMES:
