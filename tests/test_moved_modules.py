@@ -1,5 +1,5 @@
-"""Experiments live in socialgym.experiments (evaluate and cocoon moved from baselines), and
-both policy protocols are declared in one module."""
+"""Experiments live in socialgym.experiments' rooms (evaluate and cocoon moved from baselines,
+then into analysis/ and studies/), and both policy protocols are declared in one module."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["evaluate", "cocoon"])
-def test_experiments_live_in_experiments_not_baselines(name):
-    assert callable(importlib.import_module(f"socialgym.experiments.{name}").main)
-    with pytest.raises(ModuleNotFoundError):
-        importlib.import_module(f"socialgym.baselines.{name}")
+@pytest.mark.parametrize("room, name", [("analysis", "evaluate"), ("studies", "cocoon")])
+def test_experiments_live_in_experiments_not_baselines(room, name):
+    assert callable(importlib.import_module(f"socialgym.experiments.{room}.{name}").main)
+    for old in (f"socialgym.baselines.{name}", f"socialgym.experiments.{name}"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
 
 
 def test_both_policy_protocols_in_one_module():

@@ -206,3 +206,29 @@ def test_the_persona_survey_is_in_the_transcripts(tmp_path):
     survey = [x for x in lines if x["purpose"] == "survey" and x["round"] == 0]
     assert len(survey) == 2 and {x["agent"] for x in survey} == {"agent_0", "agent_1"}
     assert len(lines) == summary["llm"]["requests"]       # every request the usage counts is logged
+
+
+# ---------------------------------------------------------------------------------- built once
+def test_a_run_builds_its_recommender_once(tmp_path, monkeypatch):
+    """The config is checked by the recommender classes themselves: loading a config builds no
+    recommender, the environment builds its one, an intervention builds the one it switches to."""
+    from socialgym.experiments import run_experiment
+    from socialgym.recommenders import engagement
+
+    built = {"Popularity": 0, "TopicAffinity": 0}
+    for name in built:
+        cls = getattr(engagement, name)
+        original = cls.__init__
+
+        def counting(self, *args, _original=original, _name=name, **kwargs):
+            built[_name] += 1
+            _original(self, *args, **kwargs)
+        monkeypatch.setattr(cls, "__init__", counting)
+    cfg = load_config({"seed": 0, "env": {"n_agents": 4, "max_rounds": 3, "recommender": "popularity"},
+                       "policy": {"kind": "greedy"},
+                       "interventions": [{"kind": "recommender", "at_round": 2, "recommender": "topic_affinity"}],
+                       "sweep": {"env.feed_size": [3, 4]},          # every cell is validated as well
+                       "logging": {"report": False, "progress": False}})
+    assert built == {"Popularity": 0, "TopicAffinity": 0}
+    run_experiment(jobs(cfg)[0].config, tmp_path / "run")
+    assert built == {"Popularity": 1, "TopicAffinity": 1}

@@ -467,7 +467,7 @@ def test_interview_one_llm_agent(llm_setup):
     mix = PolicyMix({llm: ["agent_0"], Plain(): ["agent_1", "agent_2"]})
     with pytest.raises(ValueError, match="agent_0 has no persona yet"):
         interview(mix, "agent_0", "Anything to add?", client, round=2)
-    llm._assign(["agent_0"])
+    llm.assign_personas(["agent_0"])
     before = len(llm.memories["agent_0"].conversation)
     out = interview(mix, "agent_0", "What would you change about your feed?", client, round=2)
     assert out == {"agent": "agent_0", "round": 2, "question": "What would you change about your feed?",
@@ -491,7 +491,7 @@ def test_a_failed_interview_is_a_recorded_fallback(llm_setup):
 
     server, client = llm_setup(broken)
     llm = LLMPolicy(client, generate_personas(1, seed=0))
-    llm._assign(["agent_0"])
+    llm.assign_personas(["agent_0"])
     out = interview(llm, "agent_0", "Anything to add?", client, round=0)
     assert (out["answer"], out["status"]) == ("", "fallback")
     (f,) = client.usage.fallbacks

@@ -37,6 +37,7 @@ reason.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -46,7 +47,7 @@ import numpy as np
 from socialgym.agents.coach import Coach
 from socialgym.agents.memory import AgentMemory, clip_text
 from socialgym.agents.persona import STANCES, Persona, generate_personas, load_personas
-from socialgym.config import REWARD_NAMES
+from socialgym.config import MAX_TEXT_CHARS, REWARD_NAMES
 from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import (
     PlanContext, check_plan, check_stance, check_vote_reply, plan_schema, reflect_schema, vote_schema,
@@ -54,10 +55,15 @@ from socialgym.llm.schemas import (
 from socialgym.llm.text import GENERATION_MODES, clean_text, resolve_generation
 from socialgym.llm.usage import Fallback
 from socialgym.platform.actions import PUBLIC_TYPES
-from socialgym.platform.validation import check_int, is_int
+from socialgym.platform.validation import check_int, is_int, show
+from socialgym.recommenders.params import ParamError, check_seed_param
 
 _MENTION = re.compile(r"@([A-Za-z0-9_\-]+)")
 SCHEMA_ID_MODES = ("auto", "enum", "validate")
+TOKEN_PARAMS = ("plan_tokens", "vote_tokens", "text_tokens")
+MAX_REPLY_TOKENS = 1_000_000
+"""Largest ``plan_tokens`` / ``vote_tokens`` / ``text_tokens`` (None: sized from the request)."""
+VIEW_CAPS = ("max_users", "max_posts", "max_dms", "max_vote_items", "max_topics")
 
 
 def _cut(items: Sequence, cap: int | None) -> tuple[list, int]:
@@ -72,6 +78,29 @@ def _left_out(n: int, what: str) -> str:
     return f" ({n} more {what} not listed)" if n else ""
 
 
+def _check_chars(name: str, value: Any) -> None:
+    """``item_chars`` / ``text_chars``: an integer in [10, MAX_TEXT_CHARS]."""
+    if is_int(value, numpy=False) and value > MAX_TEXT_CHARS:
+        raise ParamError(name, f"{name} must be at most MAX_TEXT_CHARS = {MAX_TEXT_CHARS}, got {value}")
+    try:
+        check_int(name, value, 10, numpy=False)
+    except ValueError as exc:
+        raise ParamError(name, str(exc)) from None
+
+
+def _check_memory(memory: Any) -> None:
+    """``memory``: AgentMemory's keywords, checked by AgentMemory itself (a few empty lists)."""
+    if not isinstance(memory, Mapping):
+        raise ParamError("memory", f"memory must be a mapping of AgentMemory settings (recent, beta, ...), "
+                                   f"got {show(memory)}")
+    try:
+        AgentMemory(**memory)
+    except TypeError as exc:
+        raise TypeError(f"memory: {exc}") from None
+    except ValueError as exc:
+        raise ParamError("memory", f"memory: {exc}") from None
+
+
 class LLMPolicy:
     def __init__(self, client, personas: Sequence[Persona] | Mapping[str, Persona] | str | Path | None = None,
                  coach: Coach | None = None, *, coached: bool | Iterable[str] | Callable[[str], bool] = True,
@@ -81,16 +110,11 @@ class LLMPolicy:
                  text_chars: int = 200, new_topics: bool = True, memory: Mapping[str, Any] | None = None,
                  seed: int = 0, plan_tokens: int | None = None, vote_tokens: int | None = None,
                  text_tokens: int | None = None) -> None:
-        if generation not in GENERATION_MODES:
-            raise ValueError(f"generation must be one of {GENERATION_MODES}, got {generation!r}")
-        if schema_ids not in SCHEMA_ID_MODES:
-            raise ValueError(f"schema_ids must be one of {SCHEMA_ID_MODES}, got {schema_ids!r}")
-        for name, value in (("max_users", max_users), ("max_posts", max_posts), ("max_dms", max_dms),
-                            ("max_vote_items", max_vote_items), ("max_topics", max_topics)):
-            if value is not None and (not is_int(value, numpy=False) or value < 1):
-                raise ValueError(f"{name} must be a positive integer or None (show all), got {value!r}")
-        for name, value in (("item_chars", item_chars), ("text_chars", text_chars)):
-            check_int(name, value, 10, numpy=False)
+        LLMPolicy.check_params(generation=generation, schema_ids=schema_ids, max_users=max_users,
+                               max_posts=max_posts, max_dms=max_dms, max_vote_items=max_vote_items,
+                               max_topics=max_topics, item_chars=item_chars, text_chars=text_chars,
+                               new_topics=new_topics, memory=memory, seed=seed, plan_tokens=plan_tokens,
+                               vote_tokens=vote_tokens, text_tokens=text_tokens)
         self.client = client
         self.prompts = prompts or (coach.prompts if coach is not None else PromptSet())
         self.coach = coach
@@ -101,7 +125,6 @@ class LLMPolicy:
         self.max_vote_items, self.max_topics, self.item_chars = max_vote_items, max_topics, item_chars
         self.text_chars, self.new_topics = text_chars, new_topics
         self.memory_kwargs = dict(memory or {})
-        AgentMemory(**self.memory_kwargs)                  # a bad memory setting fails here, not mid-run
         self.seed = seed
         self.plan_tokens, self.vote_tokens, self.text_tokens = plan_tokens, vote_tokens, text_tokens
         if isinstance(personas, (str, Path)):
@@ -111,6 +134,34 @@ class LLMPolicy:
         self.memories: dict[str, AgentMemory] = {}
         self.tips: dict[str, list[str]] = {}           # the last tips each coached agent got
         self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def check_params(cls, **params: Any) -> None:
+        """Raise what ``LLMPolicy(client, personas, **params)`` would raise about these keywords,
+        with no client, personas or coach (they are not checked here): a TypeError for an unknown
+        keyword, a ``ParamError`` (a ValueError naming the parameter) for a bad value."""
+        inspect.signature(LLMPolicy).bind_partial(**params)
+        for name in TOKEN_PARAMS:
+            value = params.get(name)
+            if value is not None and (not is_int(value, numpy=False) or not 1 <= value <= MAX_REPLY_TOKENS):
+                raise ParamError(name, f"{name} must be null or an integer in [1, {MAX_REPLY_TOKENS}], "
+                                       f"got {show(value)}")
+        if "new_topics" in params and not isinstance(params["new_topics"], bool):
+            raise ParamError("new_topics", f"new_topics must be true or false, got {show(params['new_topics'])}")
+        for name in ("item_chars", "text_chars"):
+            if name in params:
+                _check_chars(name, params[name])
+        for name, modes in (("generation", GENERATION_MODES), ("schema_ids", SCHEMA_ID_MODES)):
+            if name in params and (not isinstance(params[name], str) or params[name] not in modes):
+                raise ParamError(name, f"{name} must be one of {modes}, got {show(params[name])}")
+        for name in VIEW_CAPS:
+            value = params.get(name)
+            if value is not None and (not is_int(value, numpy=False) or value < 1):
+                raise ParamError(name, f"{name} must be a positive integer or None (show all), got {show(value)}")
+        if params.get("memory") is not None:
+            _check_memory(params["memory"])
+        if "seed" in params:
+            check_seed_param(params["seed"])
 
     # checkpoints pickle this object without its client (sockets, a loop thread, the API key);
     # the runner attaches a fresh client after loading
@@ -136,7 +187,7 @@ class LLMPolicy:
         return self.client.run(self.aact(observations))
 
     async def aact(self, observations: dict[str, Any]) -> dict[str, Any]:
-        self._assign(list(observations))
+        self.assign_personas(list(observations))
         agents = list(observations)
         if not agents:
             return {}
@@ -154,6 +205,10 @@ class LLMPolicy:
     def fallbacks(self) -> list[Fallback]:
         return self.client.usage.fallbacks
 
+    def set_coached(self, agents) -> None:
+        """The agents the coach advises from now on (a ``coach`` intervention's switch)."""
+        self._coached = frozenset(agents)
+
     def is_coached(self, agent: str) -> bool:
         if self.coach is None:
             return False
@@ -165,7 +220,9 @@ class LLMPolicy:
         return agent in c
 
     # ------------------------------------------------------------------ personas
-    def _assign(self, agents: list[str]) -> None:
+    def assign_personas(self, agents: list[str]) -> None:
+        """Give each of ``agents`` that has none yet its persona (as the first act step does; a
+        survey before round 1 needs them)."""
         new = [a for a in agents if a not in self.personas]
         if not new:
             return

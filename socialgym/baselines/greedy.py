@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from socialgym.baselines.random_policy import check_scripted_params
+
 
 def _apportion(weights: dict[str, float], slots: int) -> dict[str, int]:
     """Largest-remainder split of ``slots`` action slots in proportion to ``weights``."""
@@ -34,10 +36,18 @@ def _apportion(weights: dict[str, float], slots: int) -> dict[str, int]:
 
 class GreedyPolicy:
     def __init__(self, seed: int | None = None, b: float = 0.5) -> None:
+        GreedyPolicy.check_params(seed=seed, b=b)
         self.rng = np.random.default_rng(seed)
         self.b = b                       # the b_* the agents assume (the env default)
         self.allies: dict[str, dict[str, float]] = {}
         self.posted_topics: dict[str, set[str]] = {}
+
+    @classmethod
+    def check_params(cls, **params: Any) -> None:
+        """Raise what ``GreedyPolicy(**params)`` would raise about its keywords, building nothing: a
+        TypeError for an unknown one, a ``ParamError`` (a ValueError naming it) for a bad value —
+        ``seed`` None or an integer >= 0, ``b`` a number in [0, 1]."""
+        check_scripted_params(GreedyPolicy, params, "b")
 
     def reset(self) -> None:
         self.allies.clear()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 
 from socialgym.platform.actions import TONES
+from socialgym.platform.validation import is_number, show
+from socialgym.recommenders.params import ParamError, check_seed_param
 
 NEW_TOPICS = 4   # how many new topics the structured policy picks from when the vocabulary is empty
 
@@ -21,6 +24,7 @@ class RandomPolicy:
     """
 
     def __init__(self, seed: int | None = None, mention_prob: float = 0.2) -> None:
+        RandomPolicy.check_params(seed=seed, mention_prob=mention_prob)
         self.rng = np.random.default_rng(seed)
         self.mention_prob = mention_prob
 
@@ -31,6 +35,13 @@ class RandomPolicy:
         if numeric:
             actions.update(self._numeric(numeric))
         return actions
+
+    @classmethod
+    def check_params(cls, **params: Any) -> None:
+        """Raise what ``RandomPolicy(**params)`` would raise about its keywords, building nothing: a
+        TypeError for an unknown one, a ``ParamError`` (a ValueError naming it) for a bad value —
+        ``seed`` None or an integer >= 0, ``mention_prob`` a number in [0, 1]."""
+        check_scripted_params(RandomPolicy, params, "mention_prob")
 
     # ---- numeric ---------------------------------------------------------------------------
     def _numeric(self, observations: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -99,3 +110,19 @@ class RandomPolicy:
         if len(peers) and self.rng.random() < self.mention_prob:
             return [peers[int(self.rng.integers(len(peers)))]]
         return []
+
+
+def check_probability(name: str, value: Any) -> None:
+    """A probability parameter of the scripted policies: a finite number in [0, 1]."""
+    if not is_number(value) or not 0 <= value <= 1:
+        raise ParamError(name, f"{name} must be a number in [0, 1], got {show(value)}")
+
+
+def check_scripted_params(cls: type, params: dict, probability: str) -> None:
+    """The keywords of a scripted policy: known to ``cls``'s constructor, ``seed`` None or an
+    integer >= 0, and its one probability parameter in [0, 1]."""
+    inspect.signature(cls).bind_partial(**params)
+    if "seed" in params:
+        check_seed_param(params["seed"])
+    if probability in params:
+        check_probability(probability, params[probability])

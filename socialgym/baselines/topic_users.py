@@ -10,6 +10,7 @@ interests) relies on to broaden what users see.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ import numpy as np
 
 from socialgym.envs.feed.encoding import FEED_ITEM_FEATURES, FIELDS, ActionLayout
 from socialgym.platform.actions import COM, NOT, POST, TONES
-from socialgym.platform.validation import is_int
+from socialgym.platform.validation import is_int, show
+from socialgym.recommenders.params import ParamError, check_seed_param
 
 _TOPIC = FEED_ITEM_FEATURES.index("topic")
 _PRESENT = FEED_ITEM_FEATURES.index("present")
@@ -105,14 +107,13 @@ class TopicUsers:
                  base: float = 0.05, gain: float = 0.6, tie_gain: float = 0.3,
                  dislike_prob: float = 0.2, supportive_threshold: float = 0.5,
                  agent_ids: Any = None) -> None:
+        TopicUsers.check_params(preferences=preferences, n_topics=n_topics, seed=seed,
+                                interests_per_agent=interests_per_agent, n_agents=n_agents,
+                                concentration=concentration, p_post=p_post, base=base, gain=gain,
+                                tie_gain=tie_gain, dislike_prob=dislike_prob,
+                                supportive_threshold=supportive_threshold)
         self.rng = np.random.default_rng(seed)
         self.layout = layout
-        _probability("p_post", p_post)
-        _probability("dislike_prob", dislike_prob)
-        for name, value in (("base", base), ("gain", gain), ("tie_gain", tie_gain),
-                            ("supportive_threshold", supportive_threshold)):
-            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
         self.p_post, self.base, self.gain, self.tie_gain = float(p_post), float(base), float(gain), float(tie_gain)
         self.dislike_prob, self.supportive_threshold = float(dislike_prob), float(supportive_threshold)
 
@@ -147,6 +148,34 @@ class TopicUsers:
         self._row_of = {a: i for i, a in enumerate(self.agent_ids)}
         self._warned_ties = False
 
+    @classmethod
+    def check_params(cls, **params: Any) -> None:
+        """Raise what the constructor or :meth:`from_interests` would raise about these keywords,
+        building nothing: a TypeError for an unknown one, a ``ParamError`` (a ValueError naming it)
+        for a bad value. ``seed``: None or an integer >= 0; ``p_post``, ``dislike_prob``:
+        probabilities; ``base``, ``gain``, ``tie_gain``, ``supportive_threshold``: finite numbers;
+        ``n_topics``, ``n_agents``: None or positive integers; and where the preferences are drawn
+        or come from labels (no ``preferences`` given) ``interests_per_agent`` a positive integer
+        and ``concentration`` in (0, 1]. ``preferences``, ``layout`` and ``agent_ids`` are data,
+        checked by the constructor."""
+        inspect.signature(TopicUsers).bind_partial(**params)
+        if "seed" in params:
+            check_seed_param(params["seed"])
+        for name in ("p_post", "dislike_prob"):
+            if name in params:
+                _probability(name, params[name])
+        for name in ("base", "gain", "tie_gain", "supportive_threshold"):
+            if name in params and not _finite(params[name]):
+                raise ParamError(name, f"{name} must be a finite number, got {show(params[name])}")
+        for name in ("n_topics", "n_agents"):
+            if params.get(name) is not None:
+                _positive_int(name, params[name])
+        if params.get("preferences") is None:
+            if "interests_per_agent" in params:
+                _positive_int("interests_per_agent", params["interests_per_agent"])
+            if "concentration" in params:
+                _concentration(params["concentration"])
+
     # ------------------------------------------------------------------ construction helpers
     @classmethod
     def for_env(cls, env: Any, preferences: Any = None, *, n_topics: int | None = None,
@@ -180,24 +209,23 @@ class TopicUsers:
         array = np.asarray(interests, dtype=object)
         if array.ndim == 2:
             return cls(np.asarray(interests, dtype=float), **kwargs)
-        if array.ndim != 1 or not len(array):
-            raise ValueError(f"agent_interests must be an (n, K) matrix or one label per agent, got shape {array.shape}")
-        if not 0 < concentration <= 1:
-            raise ValueError(f"concentration must lie in (0, 1], got {concentration!r}")
+        main = _main_interests(array, topics, concentration)
         k = len(topics)
-        main = []
-        for i, label in enumerate(array.tolist()):
-            if isinstance(label, str) and label in topics:
-                main.append(topics.index(label))
-            elif is_int(label) and 0 <= int(label) < k:
-                main.append(int(label))
-            else:
-                raise ValueError(f"agent_interests[{i}] = {label!r} names no topic: give a topic of {topics[:8]} "
-                                 f"or its index 0..{k - 1}")
         rest = (1 - concentration) / (k - 1) if k > 1 else 0.0
         pref = np.full((len(main), k), rest)
         pref[np.arange(len(main)), main] = concentration if k > 1 else 1.0
         return cls(pref, **kwargs)
+
+    @staticmethod
+    def check_interests(interests: Any, topics: Any, concentration: float = 0.8) -> None:
+        """Raise what :meth:`from_interests` would raise about ``interests`` and ``concentration``
+        (used with labels only), building no policy: a matrix must be a valid preference matrix,
+        labels must name topics of ``topics``. The other keywords: :meth:`check_params`."""
+        array = np.asarray(interests, dtype=object)
+        if array.ndim == 2:
+            _check_preferences(np.asarray(interests, dtype=float), None, None)
+        else:
+            _main_interests(array, list(topics), concentration)
 
     @staticmethod
     def make_preferences(n_agents: int, n_topics: int, rng: Any = None, interests_per_agent: int = 1,
@@ -215,8 +243,7 @@ class TopicUsers:
             _positive_int("interests_per_agent", interests_per_agent)
         if k > n_topics:
             raise ValueError(f"interests_per_agent={k} exceeds n_topics={n_topics}")
-        if not isinstance(concentration, (int, float, np.integer, np.floating)) or not 0 < concentration <= 1:
-            raise ValueError(f"concentration must be in (0, 1], got {concentration!r}")
+        _concentration(concentration)
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         favourites = np.argsort(gen.random((n_agents, n_topics)), axis=1)[:, :k]   # random, distinct
         fav_weight = 0.5 ** np.arange(k)
@@ -498,13 +525,40 @@ def _check_preferences(preferences: Any, rows: int | None, n_topics: int | None)
 
 def _probability(name: str, value: Any) -> None:
     if not isinstance(value, (int, float, np.integer, np.floating)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+        raise ParamError(name, f"{name} must be a probability in [0, 1], got {value!r}")
+
+
+def _main_interests(labels: np.ndarray, topics: list, concentration: Any) -> list[int]:
+    """Each agent's main topic index from its label (a topic of ``topics`` or its index)."""
+    if labels.ndim != 1 or not len(labels):
+        raise ValueError(f"agent_interests must be an (n, K) matrix or one label per agent, got shape {labels.shape}")
+    _concentration(concentration)
+    k = len(topics)
+    main = []
+    for i, label in enumerate(labels.tolist()):
+        if isinstance(label, str) and label in topics:
+            main.append(topics.index(label))
+        elif is_int(label) and 0 <= int(label) < k:
+            main.append(int(label))
+        else:
+            raise ValueError(f"agent_interests[{i}] = {label!r} names no topic: give a topic of {topics[:8]} "
+                             f"or its index 0..{k - 1}")
+    return main
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
 
 
 def _positive_int(name: str, value: Any) -> int:
     if not is_int(value) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise ParamError(name, f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _concentration(value: Any) -> None:
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not 0 < value <= 1:
+        raise ParamError("concentration", f"concentration must lie in (0, 1], got {value!r}")
 
 
 def _phase_name(phase: Any) -> str:

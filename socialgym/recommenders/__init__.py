@@ -4,7 +4,9 @@ Choose one by name in the env config (``recommender="mf"``, parameters in
 ``recommender_kwargs``), wrap it in re-ranking interventions (``rerank=[{"kind":
 "random_replacement", "n": 3}]``), or pass your own object or function — see
 ``docs/recommenders.md``. Names resolve in ``registry`` (``make_recommender``,
-``apply_reranking``); the classes take built recommenders.
+``apply_reranking``); the classes take built recommenders. Parameters are checked without
+building anything by ``check_recommender`` / ``check_reranking`` and each class's
+``check_params`` (a ``ParamError`` names the bad parameter; limits in ``PARAM_LIMITS``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from socialgym.recommenders.hybrid import Hybrid
 from socialgym.recommenders.interventions import (
     RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer,
 )
-from socialgym.recommenders.registry import RERANKERS, REGISTRY, apply_reranking, make_recommender
+from socialgym.recommenders.params import PARAM_LIMITS, ParamError
+from socialgym.recommenders.registry import (
+    RERANKERS, REGISTRY, apply_reranking, check_recommender, check_reranking, make_recommender, recommender_class,
+)
 from socialgym.recommenders.scored import ScoredRecommender
 from socialgym.recommenders.simple import Chronological, RandomFeed
 
@@ -25,5 +30,6 @@ __all__ = [
     "EMPTY", "FeedRequest", "Recommender", "FunctionRecommender", "ScoredRecommender",
     "top_k_excluding_own", "as_recommender", "Chronological", "RandomFeed", "Popularity", "TopicAffinity", "Social",
     "Hybrid", "Reranker", "RandomReplacement", "StancePenalty", "TailQuotaTransfer", "REGISTRY",
-    "RERANKERS", "make_recommender", "apply_reranking",
+    "RERANKERS", "make_recommender", "apply_reranking", "recommender_class", "check_recommender", "check_reranking",
+    "ParamError", "PARAM_LIMITS",
 ]

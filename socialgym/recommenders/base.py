@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from socialgym.platform.content import ContentStore
+from socialgym.recommenders.params import check_keywords
 
 EMPTY = -1  # padding of a feed slot with no item
 
@@ -57,6 +58,14 @@ class Recommender(ABC):
     """Base class: implement :meth:`recommend`; :meth:`update` is called after every round."""
 
     name = "base"
+
+    @classmethod
+    def check_params(cls, **kwargs: Any) -> None:
+        """Raise what ``cls(**kwargs)`` would raise about its keyword parameters — a TypeError for
+        an unknown or missing one, a ``ParamError`` (a ValueError naming it) for a bad value —
+        without constructing anything. The keywords are declared per class in ``PARAMS``
+        (``socialgym.recommenders.params``); a re-ranker's wrapped recommender is not one."""
+        check_keywords(cls, kwargs)
 
     @abstractmethod
     def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:

@@ -6,6 +6,7 @@ import numpy as np
 
 from socialgym.platform.actions import COM
 from socialgym.recommenders.base import FeedRequest, top_k_excluding_own
+from socialgym.recommenders.params import Param, check_own, limited
 from socialgym.recommenders.scored import ScoredRecommender
 
 
@@ -18,11 +19,11 @@ class Popularity(ScoredRecommender):
     """
 
     name = "popularity"
+    PARAMS = {"half_life": Param("number", low=0, low_open=True)}
 
     def __init__(self, half_life: float = 2.0, **kwargs) -> None:
         super().__init__(**kwargs)
-        if half_life <= 0:
-            raise ValueError(f"half_life must be > 0, got {half_life}")
+        check_own(Popularity, half_life=half_life)
         self.half_life = float(half_life)
 
     def item_scores(self, request: FeedRequest, ids: np.ndarray) -> np.ndarray:
@@ -55,13 +56,15 @@ class TopicAffinity(ScoredRecommender):
     """
 
     name = "topic_affinity"
+    PARAMS = {"w_comment": Param("number"), "w_like": Param("number"), "w_dislike": Param("number"),
+              "w_post": Param("number"), "profile_half_life": Param("number", low=0, low_open=True)}
 
     def __init__(self, w_comment: float = 1.0, w_like: float = 1.0, w_dislike: float = 0.5,
                  w_post: float = 0.5, profile_half_life: float = 5.0, recency_weight: float = 0.1,
                  **kwargs) -> None:
         super().__init__(recency_weight=recency_weight, **kwargs)
-        if profile_half_life <= 0:
-            raise ValueError(f"profile_half_life must be > 0, got {profile_half_life}")
+        check_own(TopicAffinity, w_comment=w_comment, w_like=w_like, w_dislike=w_dislike, w_post=w_post,
+                  profile_half_life=profile_half_life)
         self.weights = (float(w_comment), float(w_like), float(w_dislike), float(w_post))
         self.profile_half_life = float(profile_half_life)
         self.profile: np.ndarray | None = None
@@ -122,10 +125,12 @@ class Social(ScoredRecommender):
     """
 
     name = "social"
+    PARAMS = {"in_weight": Param("number"), "max_social_candidates": limited("int", "max_social_candidates", 0)}
 
     def __init__(self, in_weight: float = 0.5, recency_weight: float = 0.05,
                  max_social_candidates: int = 256, **kwargs) -> None:
         super().__init__(recency_weight=recency_weight, **kwargs)
+        check_own(Social, in_weight=in_weight, max_social_candidates=max_social_candidates)
         self.in_weight = float(in_weight)
         self.max_social_candidates = int(max_social_candidates)
 

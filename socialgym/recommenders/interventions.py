@@ -25,22 +25,23 @@ from typing import Any
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender, as_recommender
+from socialgym.recommenders.params import Param, check_own, check_phases, check_stances, limited
 from socialgym.rowops import first_per_row, repeats_in_rows
 
 
 class Reranker(Recommender):
     """Base of the wrappers: delegates learning and state to the wrapped recommender (a built
     one, or a function ``f(request, rng) -> ids``; by name: ``apply_reranking`` or
-    ``make_recommender``)."""
+    ``make_recommender``). ``check_params(**kwargs)`` checks the parameters other than ``base``."""
+
+    PARAMS = {"phases": Param("custom", check=check_phases)}
 
     def __init__(self, base: Any, phases: tuple[str, ...] = ("act",)) -> None:
         if isinstance(base, str):
             raise TypeError(f"{type(self).__name__} wraps a built recommender, got the name {base!r}: "
                             f"pass make_recommender({base!r})")
         self.base = as_recommender(base)
-        bad = set(phases) - {"act", "vote"}
-        if bad:
-            raise ValueError(f"phases must be among ('act', 'vote'), got {sorted(bad)}")
+        check_own(Reranker, phases=phases)
         self.phases = tuple(phases)
         self.name = f"{type(self).__name__}({getattr(self.base, 'name', type(self.base).__name__)})"
         self.last: dict[str, int] = {}
@@ -92,12 +93,13 @@ class RandomReplacement(Reranker):
     received a random item (fewer than ``n`` per viewer only when the pool is too small).
     """
 
+    PARAMS = {"n": limited("int", "n", 0, required=True), "every": limited("int", "every", 1),
+              "start_round": limited("int", "start_round", 1)}
+
     def __init__(self, base: Any, n: int, every: int = 1, start_round: int = 1,
                  phases: tuple[str, ...] = ("act",)) -> None:
         super().__init__(base, phases)
-        if n < 0 or every < 1 or start_round < 1:
-            raise ValueError(f"need n >= 0, every >= 1, start_round >= 1; got n={n}, every={every}, "
-                             f"start_round={start_round}")
+        check_own(RandomReplacement, n=n, every=every, start_round=start_round)
         self.n, self.every, self.start_round = int(n), int(every), int(start_round)
 
     def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:
@@ -130,13 +132,13 @@ class StancePenalty(Reranker):
     top k, ``last["cross_cutting_shown"]`` those still shown.
     """
 
+    PARAMS = {"strength": Param("number", low=0), "overfetch": limited("int", "overfetch", 1),
+              "stances": Param("custom", required=True, check=check_stances)}
+
     def __init__(self, base: Any, stances: Any, strength: float = 0.4, overfetch: int = 3,
                  phases: tuple[str, ...] = ("act",)) -> None:
         super().__init__(base, phases)
-        if not np.isfinite(strength) or strength < 0:
-            raise ValueError(f"strength must be a finite number >= 0, got {strength}")
-        if overfetch < 1:
-            raise ValueError(f"overfetch must be >= 1, got {overfetch}")
+        check_own(StancePenalty, strength=strength, overfetch=overfetch, stances=stances)
         self.strength, self.overfetch = float(strength), int(overfetch)
         self.stance_codes = _codes(stances)
 
@@ -179,13 +181,13 @@ class TailQuotaTransfer(Reranker):
     Cost: a loop over viewers of plain-Python work on k items each (~20 us per viewer).
     """
 
+    PARAMS = {"share": Param("number", low=0, high=1), "n_head": limited("int", "n_head", 1),
+              "n_tail": limited("int", "n_tail", 1), "overfetch": limited("int", "overfetch", 1)}
+
     def __init__(self, base: Any, share: float = 0.3, n_head: int = 3, n_tail: int = 3,
                  overfetch: int = 3, phases: tuple[str, ...] = ("act",)) -> None:
         super().__init__(base, phases)
-        if not 0 <= share <= 1:
-            raise ValueError(f"share must lie in [0, 1], got {share}")
-        if n_head < 1 or n_tail < 1 or overfetch < 1:
-            raise ValueError("n_head, n_tail and overfetch must be >= 1")
+        check_own(TailQuotaTransfer, share=share, n_head=n_head, n_tail=n_tail, overfetch=overfetch)
         self.share, self.n_head, self.n_tail, self.overfetch = float(share), int(n_head), int(n_tail), int(overfetch)
         self.seen: np.ndarray | None = None          # (n, topics) feed exposures per viewer
 

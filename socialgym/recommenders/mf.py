@@ -27,22 +27,40 @@ deterministic under the environment's seed. torch is an optional extra
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections import deque
 
 import numpy as np
 
 from socialgym.platform.actions import COM
 from socialgym.recommenders.base import FeedRequest
+from socialgym.recommenders.params import Param, check_own, limited
 from socialgym.recommenders.scored import ScoredRecommender
+
+TORCH_MISSING = ("the 'mf' recommender needs torch: pip install 'socialgym[torch]' "
+                 "(or pip install torch==2.13.0 for the CPU build)")
 
 
 def _torch():
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError("the 'mf' recommender needs torch: pip install 'socialgym[torch]' "
-                          "(or pip install torch==2.13.0 for the CPU build)") from exc
+        raise ImportError(TORCH_MISSING) from exc
     return torch
+
+
+def check_torch() -> None:
+    """The ImportError that building the model would raise when torch is not installed, found
+    without importing torch (``importlib.util.find_spec``)."""
+    if "torch" in sys.modules:
+        return
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ImportError(TORCH_MISSING)
 
 
 class MatrixFactorization(ScoredRecommender):
@@ -55,15 +73,22 @@ class MatrixFactorization(ScoredRecommender):
     """
 
     name = "mf"
+    # checked before torch is imported: ``MatrixFactorization.check_params(dim=10**8)`` needs no torch
+    PARAMS = {
+        "dim": limited("int", "dim", 1), "epochs": limited("int", "epochs", 1),
+        "lr": Param("number", low=0), "weight_decay": Param("number", low=0),
+        "batch_size": limited("int", "batch_size", 1), "replay_rounds": limited("int", "replay_rounds", 1),
+        "dislike_weight": Param("number", low=0), "max_pos_weight": Param("number", low=0),
+        "init_scale": Param("number", low=0),
+    }
 
     def __init__(self, dim: int = 16, epochs: int = 2, lr: float = 0.05, weight_decay: float = 1e-4,
                  batch_size: int = 32768, replay_rounds: int = 3, dislike_weight: float = 2.0,
                  max_pos_weight: float = 20.0, init_scale: float = 0.1, **kwargs) -> None:
         super().__init__(**kwargs)
-        for name, value in (("dim", dim), ("epochs", epochs), ("batch_size", batch_size),
-                            ("replay_rounds", replay_rounds)):
-            if int(value) < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
+        check_own(MatrixFactorization, dim=dim, epochs=epochs, lr=lr, weight_decay=weight_decay,
+                  batch_size=batch_size, replay_rounds=replay_rounds, dislike_weight=dislike_weight,
+                  max_pos_weight=max_pos_weight, init_scale=init_scale)
         self.dim, self.epochs, self.lr = int(dim), int(epochs), float(lr)
         self.weight_decay, self.batch_size = float(weight_decay), int(batch_size)
         self.replay_rounds, self.dislike_weight = int(replay_rounds), float(dislike_weight)

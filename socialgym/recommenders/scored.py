@@ -22,6 +22,7 @@ from abc import abstractmethod
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender
+from socialgym.recommenders.params import Param, check_own, limited
 from socialgym.rowops import repeats_in_rows
 
 
@@ -34,15 +35,21 @@ class ScoredRecommender(Recommender):
         subclass says otherwise. max_candidates / cell_budget: see the module docstring.
     """
 
+    PARAMS = {
+        "window": limited("int", "window", 1, none_ok=True),
+        "recency_weight": Param("number"),
+        "recency_half_life": Param("number", low=0, low_open=True),
+        "max_candidates": limited("int", "max_candidates", 1),
+        "cell_budget": limited("int", "cell_budget", 1),
+        "sample_block": limited("int", "sample_block", 1),
+    }
+
     def __init__(self, window: int | None = None, recency_weight: float = 0.0,
                  recency_half_life: float = 2.0, max_candidates: int = 512,
                  cell_budget: int = 2_000_000, sample_block: int = 64) -> None:
-        if window is not None and window < 1:
-            raise ValueError(f"window must be >= 1 round or None, got {window}")
-        if max_candidates < 1 or cell_budget < 1 or sample_block < 1:
-            raise ValueError("max_candidates, cell_budget and sample_block must be positive")
-        if recency_half_life <= 0:
-            raise ValueError(f"recency_half_life must be > 0, got {recency_half_life}")
+        check_own(ScoredRecommender, window=window, recency_weight=recency_weight,
+                  recency_half_life=recency_half_life, max_candidates=max_candidates,
+                  cell_budget=cell_budget, sample_block=sample_block)
         self.window = window
         self.recency_weight = float(recency_weight)
         self.recency_half_life = float(recency_half_life)

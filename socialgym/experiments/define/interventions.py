@@ -103,7 +103,7 @@ def _check_recommender(spec: dict, where: str, agents: list[str], interests: boo
     if spec.get("rerank") is not None:
         _rerank(spec["rerank"], f"{where}.rerank")
     try:                                        # bad parameters fail at load time
-        _build_recommender(spec)
+        _check_recommender_spec(spec, len(agents))
     except (TypeError, ValueError) as exc:
         raise InterventionError(f"{where}: {exc}") from None
 
@@ -194,12 +194,12 @@ def _rerank(value: Any, name: str) -> None:
         raise InterventionError(f"{name} must be a list of re-ranking steps ({{kind: ...}}), got {_show(value)}")
 
 
-def _build_recommender(spec: Mapping):
-    from socialgym.recommenders import apply_reranking, make_recommender
-    if spec["kind"] == "rerank":        # the steps checked over a stand-in model
-        return apply_reranking(make_recommender("chronological"), [dict(s) for s in spec["rerank"] or []])
-    return apply_reranking(make_recommender(spec["recommender"], **dict(spec.get("params") or {})),
-                           [dict(s) for s in spec.get("rerank") or []])
+def _check_recommender_spec(spec: Mapping, n_agents: int) -> None:
+    """What building the intervention's recommender would refuse, checked without building it."""
+    from socialgym.recommenders import check_recommender, check_reranking
+    if spec["kind"] != "rerank":        # a rerank intervention keeps the model; only its steps are new
+        check_recommender(spec["recommender"], **dict(spec.get("params") or {}))
+    check_reranking([dict(s) for s in spec.get("rerank") or []], n_agents=n_agents)
 
 
 def _show(value: Any, limit: int = 80) -> str:

@@ -15,9 +15,10 @@ from typing import Any, Mapping
 
 import yaml
 
-from socialgym.config import MAX_AGENTS, MAX_FEED_SIZE, MAX_ROUNDS, MAX_TOPICS, FeedConfig
+from socialgym.config import MAX_AGENTS, MAX_ROUNDS, FeedConfig
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- re-exported: messages cut values to it
 from socialgym.llm.sanitize import drop_secrets
+from socialgym.recommenders.params import PARAM_LIMITS  # noqa: F401 -- the limits recommenders obey, re-exported
 
 POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users")
 BACKENDS = ("local", "ray")
@@ -81,11 +82,6 @@ STRING_LIMITS = {"logging.wandb.project": 128, "logging.wandb.entity": 128, "log
                  "logging.wandb.group": 128, "logging.wandb.tags": 64, "run.name": 128,
                  "policy.groups[*].name": 64, "llm.api_key_env": 128}
 # constructor parameters of recommenders and re-rankers that size arrays or loops
-PARAM_LIMITS = {"dim": 4096, "epochs": 1000, "batch_size": 10_000_000, "replay_rounds": MAX_ROUNDS,
-                "max_candidates": 1_000_000, "cell_budget": 1_000_000_000, "sample_block": 100_000,
-                "max_social_candidates": 1_000_000, "overfetch": 100, "n": MAX_FEED_SIZE,
-                "n_head": MAX_TOPICS, "n_tail": MAX_TOPICS, "window": MAX_ROUNDS, "every": MAX_ROUNDS,
-                "start_round": MAX_ROUNDS}
 # llm policy keywords the runner sets itself
 LLM_PARAMS_RESERVED = ("client", "personas", "coach", "coached", "prompts", "seed")
 

@@ -13,10 +13,10 @@ from typing import Mapping
 
 
 from socialgym.agents.persona import PERSONA_SETS
-from socialgym.config import MAX_TEXT_CHARS, FeedConfig
-from socialgym.platform.validation import is_int, is_number, show
+from socialgym.config import FeedConfig
+from socialgym.platform.validation import is_int, show
 from socialgym.experiments.define.schema import (BACKENDS, ConfigError, ENV_GROUPS, ExperimentConfig,
-                                                 LLM_PARAMS_RESERVED, MAX_JOBS, MAX_SEED, PARAM_LIMITS, POLICY_KINDS,
+                                                 LLM_PARAMS_RESERVED, MAX_JOBS, MAX_SEED, POLICY_KINDS,
                                                  STRUCTURED_MODES, thaw)
 
 def check_sections(cfg: ExperimentConfig) -> None:
@@ -90,33 +90,29 @@ def _env_key(cfg: ExperimentConfig, key: str) -> str:
 
 
 def check_env_objects(cfg: ExperimentConfig) -> None:
-    """Build what the environment will build from names — the recommender with its parameters
-    and its re-ranking wrappers — so that an unknown parameter or a bad value fails now."""
-    from socialgym.recommenders import Reranker, apply_reranking, make_recommender
+    """Check what the environment will build from names — the recommender with its parameters
+    and its re-ranking steps — with their classes' own checks (nothing is built here: the
+    environment builds the recommender once), so that an unknown parameter or a bad value fails now."""
+    from socialgym.recommenders import ParamError, check_recommender, check_reranking
 
     env = FeedConfig.from_kwargs(**thaw(cfg.env))
-    n = env.n_agents
-    kwargs = dict(env.recommender_kwargs)
-    _param_limits("env.recommender_kwargs", kwargs)
-    for i, step in enumerate(env.rerank):
-        if isinstance(step, Mapping):
-            _param_limits(f"env.rerank[{i}]", step)
     try:
-        recommender = make_recommender(env.recommender, **kwargs)
+        check_recommender(env.recommender, **dict(env.recommender_kwargs))
     except ImportError as exc:
         raise ConfigError(f"env.recommender {show(env.recommender)}: {exc}") from None
-    except Exception as exc:                        # noqa: BLE001 -- any constructor complaint
+    except ParamError as exc:
+        raise ConfigError(f"env.recommender_kwargs.{_exc_text(exc)}") from None
+    except Exception as exc:                        # noqa: BLE001 -- any check's complaint
         raise ConfigError(f"env.recommender_kwargs: {_exc_text(exc)}") from None
     for i, step in enumerate(env.rerank):
         if not isinstance(step, Mapping):       # a user's callable: not called before the run
             continue
         try:
-            recommender = apply_reranking(recommender, [thaw(step)])
+            check_reranking([thaw(step)], n_agents=env.n_agents)
+        except ParamError as exc:
+            raise ConfigError(f"env.rerank[{i}].{_exc_text(exc)}") from None
         except Exception as exc:                    # noqa: BLE001
             raise ConfigError(f"env.rerank[{i}]: {_exc_text(exc)}") from None
-        codes = getattr(recommender, "stance_codes", None)
-        if isinstance(recommender, Reranker) and codes is not None and len(codes) != n:
-            raise ConfigError(f"env.rerank[{i}].stances has {len(codes)} labels for env.n_agents = {n} agents")
     ts = env.tie_scorer
     if isinstance(ts, Mapping):
         where = _env_key(cfg, "tie_scorer")
@@ -132,13 +128,6 @@ def check_env_objects(cfg: ExperimentConfig) -> None:
                               "which scores ties through the run's model")
 
 
-def _param_limits(where: str, params: Mapping) -> None:
-    for key, limit in PARAM_LIMITS.items():
-        value = params.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > limit:
-            raise ConfigError(f"{where}.{key} must be at most {limit}, got {show(value)}")
-
-
 def _exc_text(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     known = (TypeError, ValueError, OSError, ImportError)
@@ -146,84 +135,98 @@ def _exc_text(exc: BaseException) -> str:
 
 
 def check_policy_params(cfg: ExperimentConfig) -> None:
-    """The constructor keywords of each group's policy, as the runner will pass them."""
-    from socialgym.baselines import GreedyPolicy, RandomPolicy
-
-    groups = cfg.policy_groups()
+    """The constructor keywords of each group's policy, as the runner will pass them, checked by
+    the policy classes themselves (``check_params``: nothing is built here)."""
     llm_params: dict = {}
     llm_where = "policy.params"
-    for i, g in enumerate(groups):
+    for i, g in enumerate(cfg.policy_groups()):
         where = f"policy.groups[{i}].params" if cfg.policy.groups else "policy.params"
         params = thaw(g.params)
         if g.kind in ("random", "greedy"):
-            cls = RandomPolicy if g.kind == "random" else GreedyPolicy
-            try:
-                inspect.signature(cls).bind(**{"seed": 0, **params})
-            except TypeError as exc:
-                allowed = ", ".join(inspect.signature(cls).parameters)
-                raise ConfigError(f"{where}: {exc}; a {g.kind} policy takes {allowed}") from None
-            seed = params.get("seed")
-            if seed is not None and (not is_int(seed, numpy=False) or not 0 <= seed <= MAX_SEED):
-                raise ConfigError(f"{where}.seed must be an integer in [0, {MAX_SEED}], got {show(seed)}")
-            for name in ("mention_prob", "b"):
-                if name in params:
-                    value = params[name]
-                    if not is_number(value, numpy=False) or not 0 <= value <= 1:
-                        raise ConfigError(f"{where}.{name} must be a number in [0, 1], got {show(value)}")
+            _check_scripted(g.kind, params, where)
         elif g.kind == "topic_users":
-            from socialgym.baselines.topic_users import TopicUsers
-            if cfg.env.get("agent_interests") is None:
-                raise ConfigError(f"policy.groups[{i}]: topic_users agents need env.agent_interests (one topic "
-                                  "per agent, or an (n, K) preference matrix): their topic preferences"
-                                  if cfg.policy.groups else "policy: topic_users agents need env.agent_interests "
-                                  "(one topic per agent, or an (n, K) preference matrix): their topic preferences")
-            taken = {"preferences", "layout", "n_agents", "agent_ids", "n_topics", "interests_per_agent"}
-            allowed = [k for k in inspect.signature(TopicUsers).parameters if k not in taken] + ["concentration"]
-            unknown = sorted(set(params) - set(allowed))
-            if unknown:
-                raise ConfigError(f"{where}: unknown parameter {unknown[0]!r}; a topic_users policy takes "
-                                  f"{', '.join(dict.fromkeys(allowed))}")
-            try:
-                TopicUsers.from_interests(cfg.env["agent_interests"],
-                                          cfg.env.get("topics", FeedConfig.topics), **{"seed": 0, **params})
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{where}: {exc}") from None
+            _check_topic_users(cfg, i, params, where)
         elif g.kind == "torch":
-            path = params.get("path")
-            if not isinstance(path, str) or not path.strip():
-                raise ConfigError(f"{where}.path must name a trained model file (model.pt), got {show(path)}")
-            try:
-                exists = Path(path).is_file()
-            except (OSError, ValueError):
-                exists = False
-            if not exists:
-                raise ConfigError(f"{where}.path: {show(path)} is not a file")
+            _check_torch(params, where)
         elif g.kind == "llm":
             llm_params.update(params)
             llm_where = where
-    if not llm_params:
-        return
-    reserved = sorted(set(llm_params) & set(LLM_PARAMS_RESERVED))
+    if llm_params:
+        _check_llm(llm_params, llm_where)
+
+
+def _check_scripted(kind: str, params: dict, where: str) -> None:
+    from socialgym.baselines import GreedyPolicy, RandomPolicy
+    from socialgym.recommenders import ParamError
+
+    cls = RandomPolicy if kind == "random" else GreedyPolicy
+    problem = None
+    try:
+        cls.check_params(**params)
+    except ParamError as exc:
+        problem = exc
+    except TypeError as exc:
+        allowed = ", ".join(inspect.signature(cls).parameters)
+        raise ConfigError(f"{where}: {exc}; a {kind} policy takes {allowed}") from None
+    seed = params.get("seed")               # the config's own limit on the seeds written in it
+    if seed is not None and (not is_int(seed, numpy=False) or not 0 <= seed <= MAX_SEED):
+        raise ConfigError(f"{where}.seed must be an integer in [0, {MAX_SEED}], got {show(seed)}")
+    if problem is not None:
+        raise ConfigError(f"{where}.{problem}") from None
+
+
+def _check_topic_users(cfg: ExperimentConfig, i: int, params: dict, where: str) -> None:
+    from socialgym.baselines.topic_users import TopicUsers
+    from socialgym.recommenders import ParamError
+
+    if cfg.env.get("agent_interests") is None:
+        raise ConfigError(f"policy.groups[{i}]: topic_users agents need env.agent_interests (one topic "
+                          "per agent, or an (n, K) preference matrix): their topic preferences"
+                          if cfg.policy.groups else "policy: topic_users agents need env.agent_interests "
+                          "(one topic per agent, or an (n, K) preference matrix): their topic preferences")
+    taken = {"preferences", "layout", "n_agents", "agent_ids", "n_topics", "interests_per_agent"}
+    allowed = [k for k in inspect.signature(TopicUsers).parameters if k not in taken] + ["concentration"]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter {unknown[0]!r}; a topic_users policy takes "
+                          f"{', '.join(dict.fromkeys(allowed))}")
+    try:
+        TopicUsers.check_interests(cfg.env["agent_interests"], cfg.env.get("topics", FeedConfig.topics),
+                                   params.get("concentration", 0.8))
+        TopicUsers.check_params(**{k: v for k, v in params.items() if k != "concentration"})
+    except ParamError as exc:
+        raise ConfigError(f"{where}.{exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_torch(params: dict, where: str) -> None:
+    path = params.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise ConfigError(f"{where}.path must name a trained model file (model.pt), got {show(path)}")
+    try:
+        exists = Path(path).is_file()
+    except (OSError, ValueError):
+        exists = False
+    if not exists:
+        raise ConfigError(f"{where}.path: {show(path)} is not a file")
+
+
+def _check_llm(params: dict, where: str) -> None:
+    reserved = sorted(set(params) & set(LLM_PARAMS_RESERVED))
     if reserved:
-        raise ConfigError(f"{llm_where}: {', '.join(reserved)} {'is' if len(reserved) == 1 else 'are'} set by the runner")
-    for name in ("plan_tokens", "vote_tokens", "text_tokens"):
-        value = llm_params.get(name)
-        if value is not None and (not is_int(value, numpy=False) or not 1 <= value <= 1_000_000):
-            raise ConfigError(f"{llm_where}.{name} must be null or an integer in [1, 1000000], got {show(value)}")
-    if "new_topics" in llm_params and not isinstance(llm_params["new_topics"], bool):
-        raise ConfigError(f"{llm_where}.new_topics must be true or false, got {show(llm_params['new_topics'])}")
-    for name in ("item_chars", "text_chars"):
-        value = llm_params.get(name)
-        if is_int(value, numpy=False) and value > MAX_TEXT_CHARS:
-            raise ConfigError(f"{llm_where}.{name} must be at most MAX_TEXT_CHARS = {MAX_TEXT_CHARS}, got {value}")
+        raise ConfigError(f"{where}: {', '.join(reserved)} {'is' if len(reserved) == 1 else 'are'} set by the runner")
     try:
         from socialgym.agents.llm_policy import LLMPolicy
+        from socialgym.recommenders import ParamError
     except ImportError:                             # the llm extra is missing: the runner says so
         return
     try:
-        LLMPolicy(None, {}, coach=None, coached=[], seed=0, **llm_params)
-    except Exception as exc:                        # noqa: BLE001 -- any constructor complaint
-        raise ConfigError(f"{llm_where}: {_exc_text(exc)}") from None
+        LLMPolicy.check_params(**params)
+    except ParamError as exc:
+        raise ConfigError(f"{where}.{_exc_text(exc)}") from None
+    except Exception as exc:                        # noqa: BLE001 -- any check's complaint
+        raise ConfigError(f"{where}: {_exc_text(exc)}") from None
 
 
 _PERSONA_CACHE: dict = {}

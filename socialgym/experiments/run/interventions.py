@@ -110,7 +110,7 @@ def set_coach(policy, agents: Sequence[str], enabled: bool, llm_agents: Sequence
         if make_coach is None:
             raise InterventionError("coach: the policy has no coach and none can be made here")
         p.coach = make_coach()
-    p._coached = frozenset(coached)
+    p.set_coached(coached)
     return sorted(coached)
 
 

@@ -354,8 +354,8 @@ class Surveys:
             plan.append((spec, entries))
         for owner in llm_owners.values():       # personas as the first act step would assign them
             mine = [a for a in self.agents if _owner(policy, a) is owner]
-            if any(a not in owner.personas for a in mine) and hasattr(owner, "_assign"):
-                owner._assign(mine)
+            if any(a not in owner.personas for a in mine) and hasattr(owner, "assign_personas"):
+                owner.assign_personas(mine)
         for spec, entries in plan:
             for entry in entries:
                 issue = _persona_issue(entry[2], entry[1]) if entry[4] and spec.get("instrument") == "stance" else None
