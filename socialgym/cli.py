@@ -11,7 +11,12 @@
     socialgym compare DIR_A DIR_B | SWEEP                        # paired differences per round, intervals
     socialgym interview DIR --agent agent_3 --round 10 "question" # ask a run's LLM agent (DIR unchanged)
 
-Config errors print one line naming the key and exit with status 2.
+Every failure a user can cause or meet prints one line, ``socialgym: error: ...``. Exit status:
+0 done; 1 a run finished with problems (summary.json's ``problems``, e.g. too many LLM
+fallbacks); 2 a bad config, run directory or checkpoint, or an LLM server that refuses the key or
+the model; 3 another socialgym process is writing that directory; 4 an operating-system error
+(disk full, read-only, permission denied, a name too long, a file where a folder is needed);
+130 interrupted (Ctrl-C: summary.json says ``interrupted``, and ``resume`` continues).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from socialgym.agents.demo import COMPACT_POLICY
 from socialgym.llm.text import GENERATION_MODES
 from socialgym.platform.actions import CONTENT_TYPES
 from socialgym.rundir import is_sweep, layout
+
+EXIT_PROBLEMS, EXIT_USAGE, EXIT_BUSY, EXIT_OS, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 
 DEMO_CONFIG = {
     "seed": 0,
@@ -46,19 +53,32 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "moderation":
-        return moderation.run_command(args)
 
     from socialgym.experiments import ConfigError, RunError
+    from socialgym.experiments.run.checkpoint import CheckpointError
     from socialgym.llm.client import LLMFatalError
+    from socialgym.rundir import DirectoryBusy
 
     commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
-                "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo}
+                "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo,
+                "moderation": moderation.run_command}
     try:
         return commands[args.command](args)
-    except (ConfigError, RunError, LLMFatalError) as exc:
-        print(f"socialgym: error: {exc}", file=sys.stderr)
-        return 2
+    except (ConfigError, RunError, LLMFatalError, CheckpointError) as exc:
+        return _fail(exc, EXIT_USAGE)
+    except DirectoryBusy as exc:
+        return _fail(exc, EXIT_BUSY)
+    except OSError as exc:             # disk full, read-only, permission, a name too long, a file for a folder
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}", EXIT_OS)
+    except KeyboardInterrupt:
+        return _fail("interrupted; a run continues with `socialgym resume DIR` from its last completed round",
+                     EXIT_INTERRUPTED)
+
+
+def _fail(message, status: int) -> int:
+    print(f"socialgym: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,10 +9,13 @@ half-written last line) and say so in their return value rather than raising.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -27,12 +30,53 @@ def read_json(path: Path, default: Any = None, *, errors: str = "strict") -> Any
         return default
 
 
-def write_json(path: Path, value: Any, *, default=None, ensure_ascii: bool = False) -> None:
-    """``value`` as indented JSON, atomically: the old file or the new one, never half."""
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` atomically and without following a link: a new temporary file
+    beside it (created exclusively: a link planted under any name is never written through),
+    then renamed over ``path`` (a link at ``path`` is replaced, not followed). A reader sees the
+    old file or the new one, never half."""
     path = Path(path)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=ensure_ascii, default=default) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def open_append(path: Path):
+    """``path`` opened for appending text (created when missing), refusing a link (``OSError``)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    return os.fdopen(fd, "a", newline="", encoding="utf-8")
+
+
+def truncate(path: Path, size: int) -> None:
+    """Cut ``path`` to ``size`` bytes, refusing a link (``OSError``): a link planted in a run
+    directory never makes a resume cut another file."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+
+
+def own_dir(path: Path) -> Path:
+    """The folder ``path`` inside an output directory, created when missing; a link there is
+    refused (``OSError``), so nothing is written through it to another place."""
+    path = Path(path)
+    if path.is_symlink():
+        raise OSError(f"{path} is a link: socialgym writes only into folders of its own (remove the link)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_json(path: Path, value: Any, *, default=None, ensure_ascii: bool = False) -> None:
+    """``value`` as indented JSON, atomically (:func:`atomic_write`)."""
+    atomic_write(path, json.dumps(value, indent=1, ensure_ascii=ensure_ascii, default=default) + "\n")
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[dict | None, int]]:
@@ -72,15 +116,13 @@ def read_records(path: Path) -> list[dict[str, str]]:
 
 def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence]) -> None:
     """A CSV file, atomically; floats written exactly (``repr``), NaN as an empty cell."""
-    path = Path(path)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(["" if isinstance(v, float) and math.isnan(v) else
-                             repr(v) if isinstance(v, float) else v for v in row])
-    os.replace(tmp, path)
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if isinstance(v, float) and math.isnan(v) else
+                         repr(v) if isinstance(v, float) else v for v in row])
+    atomic_write(path, buffer.getvalue())
 
 
 # ---------------------------------------------------------------------------------- numbers
@@ -102,5 +144,5 @@ def finite_number(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-__all__ = ["read_json", "write_json", "read_jsonl", "read_csv", "read_records", "write_csv", "to_float",
+__all__ = ["atomic_write", "open_append", "truncate", "own_dir", "read_json", "write_json", "read_jsonl", "read_csv", "read_records", "write_csv", "to_float",
            "finite_number"]

@@ -29,6 +29,21 @@ def is_sweep(path: Path) -> bool:
     return (Path(path) / layout.SWEEP).exists()
 
 
+def kind_of(path: Path) -> str | None:
+    """What a directory holds: ``"study"``, ``"sweep"``, ``"moderation experiment"``, ``"run"``, or
+    None (missing, empty, or none of these)."""
+    path = Path(path)
+    if (path / layout.STUDY_CONFIG).exists():
+        return "study"
+    if (path / layout.SWEEP).exists():
+        return "sweep"
+    if (path / layout.DISCUSSIONS).exists():
+        return "moderation experiment"
+    if (path / layout.RUN_INFO).exists() or (path / layout.CONFIG).exists() or was_started(path):
+        return "run"
+    return None
+
+
 def was_started(path: Path) -> bool:
     """Something ran in ``path``: it has a summary or a checkpoint."""
     return (Path(path) / layout.SUMMARY).exists() or (Path(path) / layout.CHECKPOINT).exists()

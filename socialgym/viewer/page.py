@@ -19,6 +19,7 @@ from typing import Any
 
 from socialgym.viewer.data import ViewerError, check_run_dir, load_run
 from socialgym.rundir import layout
+from socialgym.rundir.files import atomic_write
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 _ASSETS = ("viewer.js", "viewer.css")
@@ -185,10 +186,8 @@ def build_viewer(run_dir: str | os.PathLike, out: str | os.PathLike | None = Non
     if target.is_dir():
         target = target / layout.VIEWER
     text = render(data)
-    tmp = target.with_name(target.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)              # a reader never sees half a page
+        atomic_write(target, text)           # a reader never sees half a page
     except OSError as exc:
         raise ViewerError(f"could not write {target}: {exc.strerror or exc}") from None
     return target

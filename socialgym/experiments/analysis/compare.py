@@ -25,10 +25,10 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.rundir.files import read_csv, to_float, write_csv
+from socialgym.rundir.files import atomic_write, read_csv, to_float, write_csv
 from socialgym.rundir import read_run_info, read_summary, survey_means
 from socialgym.experiments.errors import RunError
-from socialgym.rundir import layout
+from socialgym.rundir import layout, writer_lock
 
 REWARD_METRICS = (*REWARD_NAMES, "total")
 COMPARE_COLUMNS = ("round", "metric", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "n_pairs")
@@ -97,9 +97,10 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict
                 first[metric] = r
     target = Path(out) if out is not None else Path(b) / layout.COMPARE_CSV
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(target, COMPARE_COLUMNS, rows)
     md = target.with_suffix(".md")
-    md.write_text(_summary(Path(a), Path(b), pairs, rows, first, warnings), encoding="utf-8")
+    with writer_lock(target.parent, "compare"):
+        write_csv(target, COMPARE_COLUMNS, rows)
+        atomic_write(md, _summary(Path(a), Path(b), pairs, rows, first, warnings))
     return {"csv": str(target), "md": str(md), "pairs": len(pairs), "first_difference": first,
             "warnings": warnings}
 

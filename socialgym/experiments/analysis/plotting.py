@@ -8,7 +8,10 @@ when the first figure is made, so importing this module costs nothing.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+
+from socialgym.rundir.files import atomic_write
 
 
 def figure(width: float, height: float, *, layout: str | None = "constrained", dpi: float | None = None):
@@ -25,8 +28,10 @@ def figure(width: float, height: float, *, layout: str | None = "constrained", d
 
 def save(fig, path: str | Path, *, dpi: float = 100) -> None:
     """Write ``fig`` as a PNG to ``path`` and free what it drew."""
-    fig.savefig(path, dpi=dpi)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, format="png")
     fig.clear()
+    atomic_write(path, buffer.getvalue())     # never through a link planted at ``path``
 
 
 __all__ = ["figure", "save"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from socialgym.rundir.files import read_csv, read_jsonl, to_float
+from socialgym.rundir.files import atomic_write, own_dir, read_csv, read_jsonl, to_float
 from socialgym.experiments.analysis.plotting import figure, save
 from socialgym.rundir import layout, read_run_info, survey_means
 from socialgym.rundir.layout import REWARD_COLUMNS
@@ -662,7 +662,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     """
     run = _load(run_dir)
     plots = run.path / layout.PLOTS
-    plots.mkdir(exist_ok=True)
+    own_dir(plots)
     figures: list[tuple[Path, str]] = []         # (png, caption) in report order
 
     _plot_rewards(run, plots / "rewards.png")
@@ -713,7 +713,5 @@ def build_report(run_dir: str | os.PathLike) -> Path:
             (plots / name).unlink(missing_ok=True)
 
     report = run.path / layout.REPORT
-    tmp = report.with_name(report.name + ".tmp")
-    tmp.write_text(_html(run, figures), encoding="utf-8")
-    os.replace(tmp, report)                      # a reader never sees half a report
+    atomic_write(report, _html(run, figures))       # a reader never sees half a report
     return report

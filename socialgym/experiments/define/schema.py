@@ -18,6 +18,7 @@ import yaml
 from socialgym.config import MAX_AGENTS, MAX_ROUNDS, FeedConfig
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- re-exported: messages cut values to it
 from socialgym.llm.sanitize import drop_secrets
+from socialgym.rundir.files import atomic_write
 from socialgym.recommenders.params import PARAM_LIMITS  # noqa: F401 -- the limits recommenders obey, re-exported
 
 POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users")
@@ -308,6 +309,6 @@ def to_dict(cfg: ExperimentConfig, redact: bool = True) -> dict:
 
 
 def dump_yaml(cfg: ExperimentConfig, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(to_dict(cfg, redact=True), sort_keys=False))
+    atomic_write(Path(path), yaml.safe_dump(to_dict(cfg, redact=True), sort_keys=False))
 
 

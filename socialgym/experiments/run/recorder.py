@@ -29,6 +29,7 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.platform.actions import ACTION_TYPES, PUBLIC_TYPES
 from socialgym.rundir import layout
+from socialgym.rundir.files import atomic_write, open_append, own_dir, truncate
 from socialgym.rundir.layout import EXPOSURE_METRICS, NETWORK_METRICS, ROUND_COLUMNS, SURVEY_COLUMNS, TEXT_FILES
 
 
@@ -47,7 +48,7 @@ class RunRecorder:
         self.network_every, self.max_rounds = network_every, max_rounds
         self.group_names = sorted({g for g in self.groups if g})
         self.network_columns = layout.network_columns(self.group_names)
-        (self.out / layout.TIES).mkdir(parents=True, exist_ok=True)
+        own_dir(self.out / layout.TIES)
         self._files: dict[str, io.TextIOWrapper] = {}
         self._hashes: dict[str, Any] = {}
         self._hashed: dict[str, int] = {}
@@ -60,7 +61,7 @@ class RunRecorder:
                 continue           # off and never written; one with rounds in it (a fork's copy) stays tracked
             fresh = not path.exists() or path.stat().st_size == 0
             self._hashes[name], self._hashed[name] = _file_digest(path)
-            self._files[name] = open(path, "a", newline="", encoding="utf-8")
+            self._files[name] = open_append(path)
             if fresh and name.endswith(".csv"):
                 columns = {layout.ROUNDS: ROUND_COLUMNS, layout.SURVEYS: SURVEY_COLUMNS}.get(name, self.network_columns)
                 self._files[name].write(",".join(columns) + "\n")
@@ -153,10 +154,10 @@ class RunRecorder:
             import scipy.sparse as sp
 
             path = layout.tie_path(self.out, r)
-            tmp = path.with_suffix(".tmp.npz")
-            sp.save_npz(tmp, W.astype(np.float32).tocsr(), compressed=True)
-            self.tie_digests[path.name] = hashlib.sha256(tmp.read_bytes()).hexdigest()
-            os.replace(tmp, path)
+            buffer = io.BytesIO()
+            sp.save_npz(buffer, W.astype(np.float32).tocsr(), compressed=True)
+            self.tie_digests[path.name] = hashlib.sha256(buffer.getvalue()).hexdigest()
+            atomic_write(path, buffer.getvalue())
         return rows, network, posts
 
     def _write_csv(self, name: str, columns: Sequence[str], rows: Sequence[Mapping]) -> None:
@@ -199,8 +200,7 @@ def truncate_outputs(out: Path, sizes: Mapping[str, int], rounds_done: int) -> N
         if not path.exists():
             continue
         if name in sizes:
-            with open(path, "r+b") as f:
-                f.truncate(sizes[name])
+            truncate(path, sizes[name])
         else:
             path.unlink()
     for path in (out / layout.TIES).glob("round_*.npz"):

@@ -41,7 +41,8 @@ from socialgym.experiments.run.checkpoint import CheckpointError, keep_snapshot,
 from socialgym.rundir.files import to_float
 from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs, verify_outputs
 from socialgym.experiments.errors import RunError
-from socialgym.rundir import layout, read_run_info, read_summary, write_personas, write_run_info, write_summary
+from socialgym.rundir import (kind_of, layout, read_run_info, read_summary, was_started, write_personas, write_run_info,
+                              write_summary, writer_lock)
 
 CHECKPOINT = layout.CHECKPOINT
 CHECKPOINT_VERSION = 3      # 2: LLM agents with full memory (issue 14); 3: signed, with run id and digests
@@ -53,14 +54,18 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
     """Run ``cfg`` (a single cell: its ``sweep`` section is ignored here, see ``sweep.py``) into
     ``out``, which must not hold a run already. Returns the summary (also summary.json)."""
     out = Path(out)
-    if (out / layout.SUMMARY).exists() or (out / CHECKPOINT).exists():
-        raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
-            "seed": cfg.seed}
-    write_run_info(out, meta)
-    dump_yaml(cfg, out / layout.CONFIG)        # last: its presence marks a resumable run directory
-    return _RunExecution(cfg, out, meta, progress).execute(checkpoint=None)
+    with writer_lock(out, "run"):
+        if was_started(out):
+            raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
+        kind = kind_of(out)
+        if kind not in (None, "run"):
+            raise RunError(f"{out} holds a {kind}, not a run: give another --out")
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
+                "seed": cfg.seed}
+        write_run_info(out, meta)
+        dump_yaml(cfg, out / layout.CONFIG)        # last: its presence marks a resumable run directory
+        return _RunExecution(cfg, out, meta, progress).execute(checkpoint=None)
 
 
 def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: bool = False,
@@ -73,6 +78,13 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
     edited since the checkpoint (only its llm, logging and run sections take effect: the
     environment and policies come from the checkpoint)."""
     out = Path(out)
+    with writer_lock(out, "resume"):
+        return _resume(out, progress, trust, allow_config_change)
+
+
+def _resume(out: Path, progress: bool | None, trust: bool, allow_config_change: bool) -> dict:
+    if kind_of(out) not in (None, "run"):
+        raise RunError(f"{out} holds a {kind_of(out)}, not a run")
     if not (out / layout.CONFIG).exists():
         raise RunError(f"{out} is not a run directory (no {layout.CONFIG})")
     cfg = load_config(out / layout.CONFIG)
@@ -167,6 +179,9 @@ class _RunExecution:
             return self._complete(checkpoint)
         try:
             return self._execute(checkpoint)
+        except KeyboardInterrupt:          # Ctrl-C: resumable from the last checkpoint, and summary.json says so
+            self._mark_failed(None)
+            raise
         except Exception as exc:           # the run stops here: say so in summary.json (resume retries)
             self._mark_failed(exc)
             raise
@@ -464,10 +479,16 @@ class _RunExecution:
             build_pages(self.out)
         return summary
 
-    def _mark_failed(self, exc: Exception) -> None:
+    def _mark_failed(self, exc: Exception | None) -> None:
+        """summary.json says why the run stopped: ``failed`` with the error, or (``exc`` None, a
+        Ctrl-C) ``interrupted``; either way ``socialgym resume`` continues from the last round."""
         summary = read_summary(self.out)
         if isinstance(summary, dict):
-            summary.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
+            if exc is None:
+                summary.update(status="interrupted", error=f"interrupted (Ctrl-C); `socialgym resume {self.out}` "
+                                                           "continues from the last completed round")
+            else:
+                summary.update(status="failed", error=f"{type(exc).__name__}: {str(exc)[:500]}")
             self._store_summary(summary)
 
     def _write_summary(self, env, table, status, rounds_done, seconds, usage) -> dict:
@@ -530,12 +551,13 @@ def build_pages(out: Path) -> Path:
     from socialgym.viewer import ViewerError, build_viewer
 
     out = Path(out)
-    if (out / layout.ROUNDS).is_file() and (out / layout.SUMMARY).is_file():   # else the report says why
-        try:
-            build_viewer(out)
-        except ViewerError as exc:       # the report says what it can; the viewer says why not
-            print(f"socialgym: warning: no viewer: {exc}", file=sys.stderr)
-    return build_report(out)
+    with writer_lock(out, "report"):
+        if (out / layout.ROUNDS).is_file() and (out / layout.SUMMARY).is_file():   # else the report says why
+            try:
+                build_viewer(out)
+            except ViewerError as exc:       # the report says what it can; the viewer says why not
+                print(f"socialgym: warning: no viewer: {exc}", file=sys.stderr)
+        return build_report(out)
 
 
 def fallback_share(usage) -> float:

@@ -53,8 +53,8 @@ from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_ya
                                           thaw, to_dict, with_values)
 from socialgym.experiments.errors import RunError
 from socialgym.experiments.run.runner import resume_experiment, run_experiment
-from socialgym.rundir import is_sweep, layout, read_run_info, read_summary, read_sweep, was_started, write_sweep
-from socialgym.rundir.files import write_csv
+from socialgym.rundir import is_sweep, kind_of, layout, read_run_info, read_summary, read_sweep, was_started, write_sweep, writes
+from socialgym.rundir.files import atomic_write, own_dir, write_csv
 
 SWEEP_FILE = layout.SWEEP
 SWEEP_VERSION = 1
@@ -129,12 +129,15 @@ def _compact(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------- running
+@writes("sweep", "out")
 def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = None) -> dict:
     """Create the sweep directory ``out``, run every job, aggregate. Returns
     ``{"jobs": n, "ran": .., "skipped": .., "failed": [..], "aggregate": path}``."""
     out = Path(out)
     if is_sweep(out):
         raise RunError(f"{out} already holds a sweep: use `socialgym resume {out}` or another --out")
+    if kind_of(out) is not None:
+        raise RunError(f"{out} holds a {kind_of(out)}: a sweep needs a new directory (another --out)")
     if cfg.run.fork_at is not None and len(grid(cfg)) < 2:
         raise RunError("run.fork_at forks every condition of a sweep from the first one after that round; this "
                        "config has one condition (give a sweep section)")
@@ -145,6 +148,7 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
     return _execute(cfg, out, todo, progress)
 
 
+@writes("resume", "directory")
 def resume_sweep(directory: str | Path, progress: bool | None = None, *, trust: bool = False,
                  allow_config_change: bool = False) -> dict:
     """Run the jobs of the sweep in ``directory`` that are not complete (partial runs resume
@@ -362,6 +366,7 @@ def _complete(path: Path) -> bool:
 
 
 # ---------------------------------------------------------------------------------- aggregate
+@writes("report", "directory")
 def aggregate(directory: str | Path) -> Path:
     """Mean and 95% t-interval across replicates of every per-round metric of every condition
     (complete runs only) into ``aggregate.csv``; comparison plots into ``plots/``."""
@@ -420,11 +425,10 @@ def _index(out: Path, manifest: dict) -> None:
             f"<h1>Sweep {html.escape(out.resolve().name)}</h1><p>{len(rows)} runs; the comparison across conditions "
             f"is in {AGGREGATE_FILE} and plots/.</p><table><tr><th>condition</th><th>replicate</th><th>status</th>"
             f"<th>pages</th></tr>{''.join(rows)}</table></body></html>\n")
-    tmp = out / "index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out / "index.html")
+    atomic_write(out / layout.SWEEP_INDEX, page)
 
 
+@writes("compare", "directory")
 def compare_sweep(directory: str | Path) -> list[dict]:
     """Every condition of the sweep in ``directory`` against its first condition."""
     root = Path(directory)
@@ -449,7 +453,7 @@ def _plots(folder: Path, values: dict) -> None:
 
     from socialgym.experiments.analysis.plotting import figure, save
 
-    folder.mkdir(parents=True, exist_ok=True)
+    own_dir(folder)
     panels = {
         "compare_total.png": ("total",),
         "compare_rewards.png": REWARD_NAMES,

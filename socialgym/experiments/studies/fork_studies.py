@@ -34,7 +34,7 @@ import numpy as np
 
 from socialgym.experiments.analysis.compare import mean_ci, run_metrics
 from socialgym.experiments.define import load_config
-from socialgym.rundir.files import write_csv
+from socialgym.rundir.files import atomic_write, own_dir, write_csv
 from socialgym.experiments.define.schedule import rounds_of
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.run.sweep import SWEEP_FILE
@@ -122,11 +122,11 @@ def analyze(out: str | Path, study: str) -> dict:
     write_csv(out / layout.EFFECTS_CSV, ["a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs"],
               [[e[k] for k in ("a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs")]
                for e in effects])
-    (out / layout.EFFECTS_JSON).write_text(json.dumps(_finite({"effects": effects, "verdicts": verdicts}), indent=1,
-                                                 default=_json) + "\n")
-    (out / layout.EFFECTS_MD).write_text(effects_markdown(spec, effects, verdicts, int(cfg.run.fork_at)))
+    atomic_write(out / layout.EFFECTS_JSON, json.dumps(_finite({"effects": effects, "verdicts": verdicts}), indent=1,
+                                                       default=_json) + "\n")
+    atomic_write(out / layout.EFFECTS_MD, effects_markdown(spec, effects, verdicts, int(cfg.run.fork_at)))
     figure = _figure(out, spec, runs, interventions, int(cfg.run.fork_at), max_rounds)
-    (out / layout.STUDY_HTML).write_text(_html(out, spec, manifest, effects, verdicts, figure), encoding="utf-8")
+    atomic_write(out / layout.STUDY_HTML, _html(out, spec, manifest, effects, verdicts, figure))
     return {"runs": len(manifest["jobs"]), "claims": {v["text"]: v["verdict"] for v in verdicts},
             "html": str(out / layout.STUDY_HTML), "effects": effects, "verdicts": verdicts}
 
@@ -215,7 +215,7 @@ def _figure(out: Path, spec: ForkStudy, runs: dict, interventions: list, fork_at
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"{spec.title}: mean per round, 95 % band (dashed: fork; dotted: interventions)", fontsize=9)
     path = out / "plots" / "branches.png"
-    path.parent.mkdir(exist_ok=True)
+    own_dir(path.parent)
     save(fig, path, dpi=110)
     return path
 

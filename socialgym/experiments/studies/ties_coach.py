@@ -33,11 +33,11 @@ from socialgym.experiments.studies import claims as claim_stats
 from socialgym.experiments.define import ConfigError, load_config
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.studies import fork_studies as fork_study
-from socialgym.rundir.files import read_json, write_csv
+from socialgym.rundir.files import atomic_write, own_dir, read_json, write_csv
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
 from socialgym.experiments.analysis.compare import mean_ci
 from socialgym.experiments.run.sweep import SWEEP_FILE, resume_sweep, run_sweep
-from socialgym.rundir import is_sweep, layout, read_rounds
+from socialgym.rundir import is_sweep, kind_of, layout, read_rounds, writes
 
 STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach.yaml"},
            # intervention studies as forks (socialgym.experiments.studies.fork_studies)
@@ -70,6 +70,7 @@ def bands() -> dict[str, tuple[float, float]]:
     return {m: (mean - 1.96 * se, mean + 1.96 * se) for m, (mean, se) in REAL_NETWORKS.items()}
 
 
+@writes("study", "out")
 def run_study(study: str, out: str | Path, *, scale: str | None = None, replicates: int | None = None,
               base_url: str | None = None, model: str | None = None, progress: bool | None = None,
               fork_at: int | None = None) -> dict:
@@ -81,7 +82,10 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
     out = Path(out)
     started = time.perf_counter()
     resumed = is_sweep(out)
+    if kind_of(out) not in (None, "sweep", "study"):
+        raise RunError(f"{out} holds a {kind_of(out)}, not a study: give another --out")
     if resumed:
+        _check_same_study(out, study, scale, replicates, fork_at)
         sweep = resume_sweep(out, progress=progress)
     else:
         if study in STUDIES and scale is None:
@@ -97,7 +101,7 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
             overrides += [f"llm.base_url={base_url}", f"llm.model={model}", "llm.max_concurrency=16"]
         cfg = load_config(config_path(study, scale), overrides)
         sweep = run_sweep(cfg, out, progress=progress)
-        (out / layout.STUDY_CONFIG).write_text(json.dumps({"study": study, "scale": scale}) + "\n")
+        atomic_write(out / layout.STUDY_CONFIG, json.dumps({"study": study, "scale": scale}) + "\n")
     name = (read_json(out / layout.STUDY_CONFIG) or {}).get("study", study)
     if name in FORK_STUDIES:
         result = fork_study.analyze(out, name)
@@ -110,8 +114,21 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
                  "model": (llm.model if llm and llm.base_url else "the embedded SmolLM2-135M") if cfg.uses_llm()
                  else "none (scripted agents)",
                  "machine": f"{platform.machine()}, {os.cpu_count()} cores"})
-    (out / "study.json").write_text(json.dumps(info, indent=1) + "\n")
+    atomic_write(out / layout.STUDY_INFO, json.dumps(info, indent=1) + "\n")
     return {**result, "problems": sweep.get("problems", [])}
+
+
+def _check_same_study(out: Path, study: str, scale: str | None, replicates: int | None, fork_at: int | None) -> None:
+    """A study directory is resumed only as the study it holds: another study, scale, number of
+    replicates or fork round needs a new directory (the old results would be reported as the new)."""
+    info = read_json(out / layout.STUDY_CONFIG) or {}
+    cfg = load_config(out / layout.CONFIG)
+    held = {"study": info.get("study", study), "scale": info.get("scale", scale),
+            "replicates": cfg.run.replicates, "fork_at": cfg.run.fork_at}
+    asked = {"study": study, "scale": scale, "replicates": replicates, "fork_at": fork_at}
+    differ = [f"{k} {held[k]!r} (asked: {v!r})" for k, v in asked.items() if v is not None and v != held[k]]
+    if differ:
+        raise RunError(f"{out} holds a study with {', '.join(differ)}: resume it as it is, or give another --out")
 
 
 # ---------------------------------------------------------------------------------- reading runs
@@ -183,10 +200,10 @@ def analyze(out: str | Path) -> dict:
                                         "clustering", "lcc_fraction", "avg_shortest_path", "avg_shortest_path_norm",
                                         "modularity", "homophily", "n_edges"], sweep_rows)
     verdicts = _claims(runs)
-    (out / layout.CLAIMS_JSON).write_text(json.dumps([v.to_dict() for v in verdicts], indent=1, default=_json) + "\n")
-    (out / layout.CLAIMS_MD).write_text(claims_markdown(verdicts))
+    atomic_write(out / layout.CLAIMS_JSON, json.dumps([v.to_dict() for v in verdicts], indent=1, default=_json) + "\n")
+    atomic_write(out / layout.CLAIMS_MD, claims_markdown(verdicts))
     figures = _figures(out, runs, degrees)
-    (out / layout.STUDY_HTML).write_text(_html(out, runs, verdicts, figures))
+    atomic_write(out / layout.STUDY_HTML, _html(out, runs, verdicts, figures))
     return {"runs": len(runs), "claims": {v.claim: v.verdict for v in verdicts}, "html": str(out / layout.STUDY_HTML)}
 
 
@@ -232,7 +249,7 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
     from socialgym.experiments.analysis.plotting import figure
 
     folder = out / "plots"
-    folder.mkdir(exist_ok=True)
+    own_dir(folder)
     figures = []
     tasks = [t for t in REWARD_NAMES if all(t in r["curves"] for r in runs)]
     fig = figure(3.2 * max(1, len(tasks)), 3.0, layout="tight")

@@ -1,0 +1,203 @@
+"""Issue 28, items 1, 2 and 5: one writer per output directory, writes that stay inside it, and
+one line with a documented exit status for every failure a user can cause or meet."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from socialgym.experiments import RunError, load_config, run_experiment
+from socialgym.rundir import DirectoryBusy, writer_lock
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTED = {"seed": 3, "env": {"n_agents": 8, "max_rounds": 6, "recommender": "random"},
+            "policy": {"kind": "greedy"}, "logging": {"report": False, "progress": False}}
+
+
+def cli(*args, check=True, timeout=300, **popen):
+    done = subprocess.run([sys.executable, "-m", "socialgym.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, **popen)
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def write_config(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("socialgym: error:")]
+
+
+# ---------------------------------------------------------------------------------- the lock
+def test_a_second_writer_is_refused_and_names_the_holder(tmp_path):
+    with writer_lock(tmp_path / "run", "run"):
+        with writer_lock(tmp_path / "run", "report"):          # the same process may take it again
+            pass
+        code = ("import sys; from socialgym.rundir import writer_lock\n"
+                f"with writer_lock({str(tmp_path / 'run')!r}, 'resume'): pass")
+        other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert other.returncode != 0
+        assert "DirectoryBusy" in other.stderr and f"process {os.getpid()}" in other.stderr
+        assert "`socialgym run`" in other.stderr
+    with writer_lock(tmp_path / "run", "resume"):               # released when the block ends
+        pass
+
+
+def test_two_concurrent_runs_into_one_directory_exactly_one_proceeds(tmp_path):
+    config = write_config(tmp_path / "c.yaml", {**SCRIPTED, "env": {**SCRIPTED["env"], "max_rounds": 40}})
+    out = tmp_path / "out"
+    procs = [subprocess.Popen([sys.executable, "-m", "socialgym.cli", "run", str(config), "--out", str(out), "--quiet"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    codes = sorted(r[2] for r in results)
+    assert codes in ([0, 2], [0, 3]), results            # busy (3), or: it already holds a run (2)
+    loser = next(r for r in results if r[2] != 0)
+    assert len(error_lines(loser[1])) == 1 and "Traceback" not in loser[1]
+    reference = tmp_path / "ref"
+    cli("run", str(config), "--out", str(reference), "--quiet")
+    for name in ("rounds.csv", "network.csv", "events.jsonl"):      # one run's outputs, whole
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def test_a_resume_while_the_run_writes_is_refused(tmp_path):
+    config = write_config(tmp_path / "c.yaml", {**SCRIPTED, "env": {**SCRIPTED["env"], "n_agents": 60,
+                                                                       "max_rounds": 300}})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "socialgym.cli", "run", str(config), "--out", str(out), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not (out / "summary.json").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        busy = cli("resume", str(out), "--quiet", check=False)
+        still_running = proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait(30)
+    if not still_running:
+        pytest.skip("the run ended before the resume was tried")
+    assert busy.returncode == 3, busy.stderr
+    assert error_lines(busy.stderr) and "is being written by `socialgym run`" in busy.stderr
+
+
+def test_a_directory_of_another_kind_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    run_experiment(load_config(SCRIPTED), run_dir)
+    sweep = write_config(tmp_path / "s.yaml", {**SCRIPTED, "run": {"replicates": 2, "workers": 1}})
+    refused = cli("run", str(sweep), "--out", str(run_dir), "--quiet", check=False)
+    assert refused.returncode == 2 and "holds a run: a sweep needs a new directory" in refused.stderr
+    (tmp_path / "sw").mkdir()
+    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    with pytest.raises(RunError, match="holds a sweep, not a run"):
+        run_experiment(load_config(SCRIPTED), tmp_path / "sw")
+    study = cli("study", "soc-strategy", "--out", str(run_dir), "--quiet", check=False)
+    assert study.returncode == 2 and "holds a run, not a study" in study.stderr
+
+
+def test_a_study_is_resumed_only_as_itself(tmp_path):
+    out = tmp_path / "study"
+    cli("study", "soc-strategy", "--out", str(out), "--quiet")
+    other = cli("study", "misinformation", "--out", str(out), "--quiet", check=False)
+    assert other.returncode == 2 and "study 'soc-strategy' (asked: 'misinformation')" in other.stderr
+    more = cli("study", "soc-strategy", "--out", str(out), "--replicates", "7", "--quiet", check=False)
+    assert more.returncode == 2 and "replicates" in more.stderr and "(asked: 7)" in more.stderr
+    again = cli("study", "soc-strategy", "--out", str(out), "--quiet")            # as it is: resumed
+    assert again.returncode == 0
+
+
+# ---------------------------------------------------------------------------------- writes stay inside
+def test_links_planted_in_a_run_directory_are_never_written_through(tmp_path):
+    run_dir = tmp_path / "run"
+    run_experiment(load_config({**SCRIPTED, "logging": {"progress": False}}), run_dir)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victims = {name: outside / name for name in ("report.html", "rewards.png", "compare.md", "config.yaml")}
+    for victim in victims.values():
+        victim.write_text("precious")
+    (run_dir / "report.html").unlink()
+    (run_dir / "report.html").symlink_to(victims["report.html"])
+    (run_dir / "plots" / "rewards.png").unlink()
+    (run_dir / "plots" / "rewards.png").symlink_to(victims["rewards.png"])
+    (run_dir / "compare.md").symlink_to(victims["compare.md"])
+    for name in ("report.html.tmp", ".report.html.tmp"):
+        (run_dir / name).symlink_to(victims["config.yaml"])
+    cli("report", str(run_dir))
+    cli("compare", str(run_dir), str(run_dir))
+    assert all(v.read_text() == "precious" for v in victims.values())
+    assert not (run_dir / "report.html").is_symlink() and "<html" in (run_dir / "report.html").read_text()
+
+
+def test_a_linked_plots_folder_is_refused_with_one_line(tmp_path):
+    run_dir = tmp_path / "run"
+    run_experiment(load_config(SCRIPTED), run_dir)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (run_dir / "plots").symlink_to(outside, target_is_directory=True)
+    done = cli("report", str(run_dir), check=False)
+    assert done.returncode in (2, 4) and len(error_lines(done.stderr)) == 1 and "is a link" in done.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_a_resume_never_truncates_a_linked_output(tmp_path):
+    config = write_config(tmp_path / "c.yaml", SCRIPTED)
+    run_dir = tmp_path / "run"
+    killed = cli("run", str(config), "--out", str(run_dir), "--quiet", check=False,
+                 env={**os.environ, "SOCIALGYM_KILL_AT": "3:outputs"})
+    assert killed.returncode == -signal.SIGKILL
+    victim = tmp_path / "victim.txt"
+    victim.write_text("x" * 100_000)
+    (run_dir / "events.jsonl").unlink()
+    (run_dir / "events.jsonl").symlink_to(victim)
+    done = cli("resume", str(run_dir), "--quiet", check=False)
+    assert done.returncode != 0 and len(error_lines(done.stderr)) == 1
+    assert victim.read_text() == "x" * 100_000
+
+
+# ---------------------------------------------------------------------------------- one line
+def test_an_out_that_is_a_file_is_one_line_with_status_4(tmp_path):
+    config = write_config(tmp_path / "c.yaml", SCRIPTED)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    done = cli("run", str(config), "--out", str(blocker / "run"), "--quiet", check=False)
+    assert done.returncode == 4, done.stderr
+    assert len(error_lines(done.stderr)) == 1 and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_leaves_a_resumable_run_that_says_so(tmp_path):
+    config = write_config(tmp_path / "c.yaml", {**SCRIPTED, "env": {**SCRIPTED["env"], "n_agents": 40,
+                                                                       "max_rounds": 60}})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "socialgym.cli", "run", str(config), "--out", str(out), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if json.loads((out / "summary.json").read_text())["rounds_completed"] >= 2:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    summary = json.loads((out / "summary.json").read_text())
+    if summary["status"] == "complete":
+        pytest.skip("the run finished before the interrupt landed")
+    assert proc.returncode == 130, stderr
+    assert error_lines(stderr) and "interrupted" in error_lines(stderr)[0] and "Traceback" not in stderr
+    assert summary["status"] == "interrupted" and "socialgym resume" in summary["error"]
+    cli("resume", str(out), "--quiet")
+    reference = tmp_path / "ref"
+    cli("run", str(config), "--out", str(reference), "--quiet")
+    for name in ("rounds.csv", "network.csv", "events.jsonl"):
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
