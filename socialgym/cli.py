@@ -236,16 +236,14 @@ def _view(args) -> int:
 
 
 def _serve(page: Path, port: int) -> None:
-    """Serve the page's directory on loopback until Ctrl-C (the page itself needs no server:
-    this is for browsers that restrict file:// pages)."""
-    import functools
-    import http.server
+    """Serve the page alone on loopback until Ctrl-C (the page itself needs no server: this is
+    for browsers that restrict file:// pages; socialgym.viewer.serve says what is answered)."""
     import os
     import webbrowser
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(page.parent))
-    handler.log_message = lambda *a, **k: None
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
+    from socialgym.viewer.serve import page_server
+
+    with page_server(page, port) as server:
         url = f"http://127.0.0.1:{server.server_address[1]}/{page.name}"
         print(f"serving {url} (Ctrl-C stops)", flush=True)
         if sys.platform in ("darwin", "win32") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):

@@ -201,3 +201,40 @@ def test_ctrl_c_leaves_a_resumable_run_that_says_so(tmp_path):
     cli("run", str(config), "--out", str(reference), "--quiet")
     for name in ("rounds.csv", "network.csv", "events.jsonl"):
         assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+# ---------------------------------------------------------------------------------- view --serve
+def test_view_serve_answers_the_page_alone_and_only_for_loopback(tmp_path):
+    import http.client
+    import threading
+
+    from socialgym.viewer.serve import page_server
+
+    run_dir = tmp_path / "run"
+    (run_dir).mkdir()
+    page = run_dir / "viewer.html"
+    page.write_text("<!DOCTYPE html><html><body>the page</body></html>")
+    (run_dir / "config.yaml").write_text("llm: {api_key_env: SECRET}\n")
+    (run_dir / "checkpoint.pkl").write_bytes(b"state")
+    server = page_server(page)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def get(path, host=f"127.0.0.1:{port}"):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", path, headers={"Host": host})
+        response = conn.getresponse()
+        return response.status, response.read()
+
+    try:
+        assert get("/viewer.html") == (200, page.read_bytes())
+        assert get("/")[0] == 200 and get("/", f"localhost:{port}")[0] == 200
+        for other in ("/config.yaml", "/checkpoint.pkl", "/../run/config.yaml", "/plots/", "/viewer.html/x"):
+            status, body = get(other)
+            assert status == 404 and b"SECRET" not in body and b"state" not in body, other
+        assert get("/viewer.html", f"attacker.example:{port}")[0] == 403      # a rebinding page's Host
+        assert get("/viewer.html", "127.0.0.1:1")[0] == 403
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.shutdown()
+        server.server_close()
