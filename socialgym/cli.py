@@ -57,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     from socialgym.experiments import ConfigError, RunError
     from socialgym.experiments.run.checkpoint import CheckpointError
     from socialgym.llm.client import LLMFatalError
-    from socialgym.rundir import DirectoryBusy
+    from socialgym.rundir import DirectoryBusy, RunDirError
 
     commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
                 "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo,
                 "moderation": moderation.run_command}
     try:
         return commands[args.command](args)
-    except (ConfigError, RunError, LLMFatalError, CheckpointError) as exc:
+    except (ConfigError, RunError, LLMFatalError, CheckpointError, RunDirError) as exc:
         return _fail(exc, EXIT_USAGE)
     except DirectoryBusy as exc:
         return _fail(exc, EXIT_BUSY)

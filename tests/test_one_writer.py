@@ -238,3 +238,20 @@ def test_view_serve_answers_the_page_alone_and_only_for_loopback(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_edited_sweep_manifest_cannot_lead_outside(tmp_path):
+    from socialgym.experiments.run.sweep import run_sweep
+
+    out = tmp_path / "sweep"
+    run_sweep(load_config({**SCRIPTED, "env": {**SCRIPTED["env"], "max_rounds": 3},
+                           "sweep": {"env.recommender": ["random", "chronological"]}}), out, progress=False)
+    manifest = json.loads((out / "sweep.json").read_text())
+    escape = tmp_path / "escape"
+    manifest["jobs"][1]["condition_id"] = "../../escape"
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    for command in (("compare", str(out)), ("report", str(out)), ("resume", str(out), "--quiet")):
+        done = cli(*command, check=False)
+        assert done.returncode == 2 and len(error_lines(done.stderr)) == 1, (command, done.stderr)
+        assert "job 1 names a folder socialgym does not write" in done.stderr
+    assert not escape.exists() and not (tmp_path / "compare").exists()

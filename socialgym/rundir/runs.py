@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,34 @@ def write_personas(run: Path, personas: dict) -> None:
     write_json(Path(run) / layout.PERSONAS, personas)
 
 
+class RunDirError(RuntimeError):
+    """A file of an output directory is malformed or points outside it; the message names it."""
+
+
+_JOB_OUT = re.compile(r"runs/c\d+(-[A-Za-z0-9._=,+-]*)?/rep_\d+")
+_CONDITION_ID = re.compile(r"c\d+(-[A-Za-z0-9._=,+-]*)?")
+
+
 def read_sweep(path: Path, default: Any = None) -> Any:
-    """sweep.json: a sweep's manifest."""
-    return read_json(Path(path) / layout.SWEEP, default)
+    """sweep.json: a sweep's manifest (``default`` when missing or not JSON). Every job's folder and
+    condition id are checked to be the form socialgym writes (``runs/<condition_id>/rep_<k>``,
+    inside the sweep): a manifest edited to lead reads or writes elsewhere raises
+    :class:`RunDirError`."""
+    manifest = read_json(Path(path) / layout.SWEEP, default)
+    if manifest is default:
+        return manifest
+    jobs = manifest.get("jobs") if isinstance(manifest, dict) else None
+    if not isinstance(jobs, list):
+        raise RunDirError(f"{Path(path) / layout.SWEEP} has no job list: it was not written by socialgym")
+    for i, job in enumerate(jobs):
+        ok = isinstance(job, dict) and isinstance(job.get("out"), str) and isinstance(job.get("condition_id"), str)
+        if not ok or not _JOB_OUT.fullmatch(job["out"]) or not _CONDITION_ID.fullmatch(job["condition_id"]) \
+                or job["out"].split("/")[1] != job["condition_id"] \
+                or (job.get("fork_from") is not None and not _JOB_OUT.fullmatch(str(job["fork_from"]))):
+            raise RunDirError(f"{Path(path) / layout.SWEEP}: job {i} names a folder socialgym does not write "
+                              f"({str(job.get('out') if isinstance(job, dict) else job)[:80]!r}); the manifest was "
+                              "edited: restore it or start a new sweep")
+    return manifest
 
 
 def write_sweep(path: Path, manifest: dict) -> None:

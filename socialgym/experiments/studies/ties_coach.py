@@ -36,8 +36,8 @@ from socialgym.experiments.studies import fork_studies as fork_study
 from socialgym.rundir.files import atomic_write, own_dir, read_json, write_csv
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
 from socialgym.experiments.analysis.compare import mean_ci
-from socialgym.experiments.run.sweep import SWEEP_FILE, resume_sweep, run_sweep
-from socialgym.rundir import is_sweep, kind_of, layout, read_rounds, writes
+from socialgym.experiments.run.sweep import resume_sweep, run_sweep
+from socialgym.rundir import is_sweep, kind_of, layout, read_rounds, read_sweep, writes
 
 STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach.yaml"},
            # intervention studies as forks (socialgym.experiments.studies.fork_studies)
@@ -133,7 +133,7 @@ def _check_same_study(out: Path, study: str, scale: str | None, replicates: int 
 
 # ---------------------------------------------------------------------------------- reading runs
 def _runs(out: Path) -> list[dict]:
-    manifest = json.loads((out / SWEEP_FILE).read_text())
+    manifest = read_sweep(out)
     runs = []
     for job in manifest["jobs"]:
         path = out / job["out"]
