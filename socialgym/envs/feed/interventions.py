@@ -78,7 +78,16 @@ class FeedInterventions:
         simplex, or a mapping component -> weight); from the next reward computed."""
         self._between_rounds("set_lambdas")
         row = lambda_row(weights, "set_lambdas weights")
-        idx = [a if isinstance(a, (int, np.integer)) else self._agent_index[a] for a in agents]
+        idx = []
+        for a in agents:
+            if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+                if not 0 <= a < self.config.n_agents:        # a negative index would be another agent
+                    raise ValueError(f"set_lambdas: agent index {a} out of range [0, {self.config.n_agents})")
+                idx.append(int(a))
+            elif a in self._agent_index:
+                idx.append(self._agent_index[a])
+            else:
+                raise ValueError(f"set_lambdas: unknown agent {a!r}")
         lam = self.lambdas.copy()
         lam[idx] = row
         self.lambdas = lam
@@ -92,7 +101,9 @@ class FeedInterventions:
         if name not in self.RUNTIME_PARAMS:
             raise ValueError(f"set_param: {name!r} cannot change during an episode; allowed: "
                              f"{', '.join(self.RUNTIME_PARAMS)}")
-        self.config = dataclasses.replace(self.config, **{name: value})
+        config = dataclasses.replace(self.config, **{name: value})
+        config.validate()                       # the constructor's checks: NaN, inf, out of range refused
+        self.config = config
         t = self.ties
         t.xi, t.delta_max, t.decay, t.b_rec = self.config.xi, self.config.delta_max, self.config.decay, \
             self.config.b_rec
