@@ -255,3 +255,15 @@ def test_an_edited_sweep_manifest_cannot_lead_outside(tmp_path):
         assert done.returncode == 2 and len(error_lines(done.stderr)) == 1, (command, done.stderr)
         assert "job 1 names a folder socialgym does not write" in done.stderr
     assert not escape.exists() and not (tmp_path / "compare").exists()
+
+
+def test_a_damaged_rounds_file_is_one_line_for_compare(tmp_path):
+    for name in ("a", "b"):
+        run_experiment(load_config({**SCRIPTED, "env": {**SCRIPTED["env"], "max_rounds": 3}}), tmp_path / name)
+    rounds = tmp_path / "a" / "rounds.csv"
+    lines = rounds.read_text().splitlines()
+    lines[2] = "zz" + lines[2][lines[2].index(","):]
+    rounds.write_text("\n".join(lines) + "\n")
+    done = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), check=False)
+    assert done.returncode == 2 and error_lines(done.stderr) == [
+        f"socialgym: error: {rounds}: row 3 has no round number ('zz'): the file was changed or damaged"]

@@ -26,7 +26,7 @@ import numpy as np
 
 from socialgym.config import REWARD_NAMES
 from socialgym.rundir.files import atomic_write, read_csv, to_float, write_csv
-from socialgym.rundir import read_run_info, read_summary, survey_means
+from socialgym.rundir import RunDirError, read_run_info, read_summary, survey_means
 from socialgym.experiments.errors import RunError
 from socialgym.rundir import layout, writer_lock
 
@@ -156,9 +156,9 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     header, rows = read_csv(run / layout.ROUNDS)
     columns = [c for c in REWARD_METRICS if c in header]
     sums: dict[int, list] = {}
-    for row in rows:
+    for line, row in enumerate(rows, 2):
         record = dict(zip(header, row))
-        acc = sums.setdefault(int(record["round"]), [np.zeros(len(columns)), 0])
+        acc = sums.setdefault(_round_of(record, run / layout.ROUNDS, line), [np.zeros(len(columns)), 0])
         acc[0] += [to_float(record[c]) for c in columns]
         acc[1] += 1
     for r, (total, count) in sums.items():
@@ -170,10 +170,20 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
         cells = [rec.get(column, "") for rec in records]
         if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
             continue                             # the key, or a text column
-        metrics[column] = {int(rec["round"]): to_float(c) for rec, c in zip(records, cells)}
+        metrics[column] = {_round_of(rec, run / layout.NETWORK, line): to_float(c)
+                           for line, (rec, c) in enumerate(zip(records, cells), 2)}
     for key, (_, by_round, _) in survey_means(run).items():
         metrics[f"survey:{key}"] = by_round
     return metrics
+
+
+def _round_of(record: dict, path: Path, line: int) -> int:
+    """The row's round, or a :class:`RunDirError` naming the file and the line (a changed file)."""
+    try:
+        return int(record["round"])
+    except (KeyError, TypeError, ValueError):
+        raise RunDirError(f"{path}: row {line} has no round number ({str(record.get('round'))[:40]!r}): the file "
+                          "was changed or damaged") from None
 
 
 def _numeric(text: str) -> bool:
