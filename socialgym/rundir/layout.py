@@ -27,6 +27,8 @@ EVENTS = "events.jsonl"
 TRANSCRIPTS = "transcripts.jsonl"
 SURVEYS = "surveys.csv"
 INTERVIEWS = "interviews.jsonl"
+FALLBACKS = "fallbacks.jsonl"
+"""Runs with an LLM: every fallback (a slot or answer the model could not fill) with its reason."""
 PERSONAS = "personas.json"
 LLM_CACHE = "llm_cache.sqlite"
 CHECKPOINT = "checkpoint.pkl"
@@ -40,7 +42,7 @@ VIEWER = "viewer.html"
 COMPARE_CSV = "compare.csv"
 COMPARE_MD = "compare.md"
 
-TEXT_FILES = (ROUNDS, NETWORK, EVENTS, TRANSCRIPTS, SURVEYS, INTERVIEWS)
+TEXT_FILES = (ROUNDS, NETWORK, EVENTS, TRANSCRIPTS, SURVEYS, INTERVIEWS, FALLBACKS)
 """The append-only files the recorder writes round by round (cut back to a checkpoint on resume)."""
 
 # ---------------------------------------------------------------------------------- a sweep, a study

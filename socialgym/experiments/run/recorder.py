@@ -36,7 +36,7 @@ from socialgym.rundir.layout import EXPOSURE_METRICS, NETWORK_METRICS, ROUND_COL
 class RunRecorder:
     def __init__(self, out: Path, *, agents: Sequence[str], groups: Sequence[str], kinds: Sequence[str],
                  coached: Sequence[bool], events: bool = True, ties: bool = True, transcripts: bool = False,
-                 surveys: bool = False,
+                 surveys: bool = False, llm: bool = False, fallbacks_written: int = 0,
                  network_every: int = 1, max_rounds: int | None = None,
                  tie_digests: Mapping[str, str] | None = None) -> None:
         self.out = Path(out)
@@ -54,7 +54,8 @@ class RunRecorder:
         self._hashed: dict[str, int] = {}
         self.tie_digests: dict[str, str] = dict(tie_digests or {})
         self._writes = {layout.EVENTS: events, layout.TRANSCRIPTS: transcripts, layout.SURVEYS: surveys,
-                        layout.INTERVIEWS: surveys}
+                        layout.INTERVIEWS: surveys, layout.FALLBACKS: llm}
+        self._fallbacks_written = fallbacks_written     # usage.fallbacks already in fallbacks.jsonl
         for name in TEXT_FILES:
             path = self.out / name
             if not self._writes.get(name, True) and not (path.exists() and path.stat().st_size):
@@ -80,6 +81,17 @@ class RunRecorder:
         f = self._files.get(layout.EVENTS)
         if f is not None and self.events:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
+    def record_fallbacks(self, usage) -> None:
+        """Every fallback of the LLM usage log not written yet, one line each in fallbacks.jsonl:
+        agent, round, purpose, slot, the reason and what was used instead."""
+        f = self._files.get(layout.FALLBACKS)
+        if f is None or usage is None:
+            return
+        for fb in usage.fallbacks[self._fallbacks_written:]:
+            f.write(json.dumps({"agent": fb.agent, "round": fb.round, "purpose": fb.purpose, "slot": fb.slot,
+                                "reason": fb.reason, "used": fb.used}, ensure_ascii=False, default=str) + "\n")
+        self._fallbacks_written = len(usage.fallbacks)
 
     def record_survey(self, rows: Sequence[Mapping], interviews: Sequence[Mapping]) -> None:
         """A round's survey answers: surveys.csv rows and, for free-text items, interviews.jsonl."""

@@ -201,7 +201,8 @@ class _RunExecution:
             env, policy, obs, table, done_rounds, seconds, surveys = self._start(checkpoint, client)
             recorder = RunRecorder(out, agents=env.possible_agents, groups=table["group"], kinds=table["kind"],
                                    coached=table["coached"], events=cfg.logging.events, ties=cfg.logging.ties,
-                                   surveys=surveys is not None,
+                                   surveys=surveys is not None, llm=client is not None,
+                                   fallbacks_written=len(client.usage.fallbacks) if checkpoint and client else 0,
                                    transcripts=cfg.logging.transcripts and client is not None,
                                    network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds,
                                    tie_digests={k[len(layout.TIES) + 1:]: v for k, v in checkpoint["digests"].items()
@@ -227,6 +228,7 @@ class _RunExecution:
                 rows, network, posts = recorder.record_round(env, usage)
                 if surveys is not None and surveys.due(r, env.config.max_rounds):
                     recorder.record_survey(*surveys.administer(r, env, policy, client))
+                recorder.record_fallbacks(usage)                          # with their reasons
                 sizes = recorder.sync()
                 _fault(r, "outputs")
                 if wandb is not None:
