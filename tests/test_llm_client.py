@@ -172,7 +172,8 @@ def test_timeout_is_retried_then_recorded():
         policy, env, trace = run_episode(client, rounds=1)
         assert time.perf_counter() - start < 5
         falls = client.usage.fallback_rows()
-        assert len(falls) == 3 and all("APITimeoutError" in f["reason"] for f in falls)
+        # the attempt's total deadline (timeout) ends it, or httpx's read timeout, whichever is first
+        assert len(falls) == 3 and all("timed out" in f["reason"] for f in falls)
         assert all(c.attempts == 2 for c in client.usage.calls if c.purpose == "vote")
         assert env.unwrapped.round == 2
 

@@ -9,6 +9,13 @@ llama.cpp, Ollama):
   cannot encode); the openai client's own retries are off, so every attempt is counted. A
   request that still fails raises ``LLMError``, which the ``complete_*`` methods turn into an
   error reply (a policy's recorded fallback);
+- bounded attempts: ``timeout`` is a deadline for one whole HTTP attempt (connect, send, the
+  reply's head and all of its body), not only for each read, so a server that trickles bytes
+  cannot hold a request: past the deadline the attempt is a timeout (retried, then ``LLMError``);
+  a reply larger than ``max_reply_bytes`` is refused while it is read (at its Content-Length, or
+  once that many bytes arrived, or would be decoded from gzip/deflate), never stored whole: a
+  failed request naming the cap, not retried; a ``Retry-After`` (429/503) up to
+  ``max_retry_wait`` seconds is waited for, a longer one fails the request at once, naming it;
 - 401/403 (a wrong or missing API key) raise ``LLMAuthError`` at once, and every later request
   of the client too: a run must stop, not fall back on every request; so does a 404 (an unknown
   model, or no chat endpoint at ``base_url``), as ``LLMModelError``; both are ``LLMFatalError``;
@@ -35,12 +42,14 @@ All requests run on one event loop in a background thread, so the synchronous po
 from __future__ import annotations
 
 import asyncio
+import importlib
 import ipaddress
 import json
 import os
 import random
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 from urllib.parse import urlparse
@@ -55,6 +64,8 @@ from socialgym.platform.validation import check_int, is_number
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
 _AUTH_STATUSES = (401, 403)
+DEFAULT_MAX_REPLY_BYTES = 4 * 2**20
+"""``max_reply_bytes``' default, 4 MiB: a reply of ``max_tokens`` = 512 is a few kB."""
 
 
 class LLMError(RuntimeError):
@@ -153,24 +164,33 @@ class _LoopThread:
 
 
 class LLMClient:
-    """See the module docstring. ``cache`` is a path (file or directory) or a ``ResponseCache``."""
+    """See the module docstring. ``cache`` is a path (file or directory) or a ``ResponseCache``.
+
+    ``timeout``: seconds one HTTP attempt may take in all (the openai client's per-read timeout
+    too). ``max_reply_bytes``: the largest reply body read (default 4 MiB); a larger one is a
+    failed request, not retried. ``max_retry_wait``: the longest ``Retry-After`` waited for, in
+    seconds (default 60); a server asking for more fails the request at once."""
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None, *,
                  max_concurrency: int = 16, timeout: float = 60.0, max_retries: int = 3,
                  temperature: float = 0.7, max_tokens: int = 512, cache: str | os.PathLike | ResponseCache | None = None,
                  structured: str = "auto", max_repairs: int = 3, seed: int | None = None,
                  backoff: float = 0.5, max_backoff: float = 8.0, strict_schema: bool = True,
-                 extra_body: dict | None = None, http_backend: str = "auto", local: bool = False) -> None:
+                 extra_body: dict | None = None, http_backend: str = "auto", local: bool = False,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, max_retry_wait: float = 60.0) -> None:
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty string (the server's model name)")
         if structured not in STRUCTURED_MODES:
             raise ValueError(f"structured must be one of {STRUCTURED_MODES}, got {structured!r}")
         for name, value, low in (("max_concurrency", max_concurrency, 1), ("max_retries", max_retries, 0),
-                                 ("max_repairs", max_repairs, 0), ("max_tokens", max_tokens, 1)):
+                                 ("max_repairs", max_repairs, 0), ("max_tokens", max_tokens, 1),
+                                 ("max_reply_bytes", max_reply_bytes, 1)):
             check_int(name, value, low, numpy=False)
         for name, value in (("timeout", timeout), ("backoff", backoff), ("max_backoff", max_backoff)):
-            if not isinstance(value, (int, float)) or value <= 0:
+            if not is_number(value, numpy=False) or value <= 0:
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not is_number(max_retry_wait, numpy=False) or max_retry_wait < 0:
+            raise ValueError(f"max_retry_wait must be a number of seconds >= 0, got {max_retry_wait!r}")
         if http_backend not in ("auto", "httpx", "aiohttp"):
             raise ValueError(f"http_backend must be 'auto', 'httpx' or 'aiohttp', got {http_backend!r}")
         if http_backend == "auto":     # aiohttp scales better with many concurrent requests
@@ -192,6 +212,8 @@ class LLMClient:
         self.max_concurrency = max_concurrency
         self.timeout = float(timeout)
         self.max_retries = max_retries
+        self.max_reply_bytes = int(max_reply_bytes)
+        self.max_retry_wait = float(max_retry_wait)
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
         self.structured = structured
@@ -228,6 +250,7 @@ class LLMClient:
                 "timeout": self.timeout, "max_retries": self.max_retries, "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "structured": self.structured, "mode": self.mode,
                 "max_repairs": self.max_repairs, "seed": self.seed, "local": self.local,
+                "max_reply_bytes": self.max_reply_bytes, "max_retry_wait": self.max_retry_wait,
                 "cache": str(self.cache.path) if self.cache is not None else None}
 
     def state_dict(self) -> dict:
@@ -276,11 +299,11 @@ class LLMClient:
         if self._api is None:
             import openai   # imported lazily: the core package does not need it
 
-            kwargs = {}
-            if self.http_backend == "aiohttp":
-                kwargs["http_client"] = openai.DefaultAioHttpClient(timeout=self.timeout)
+            # the openai client's own defaults (limits, redirects), with the reply-size hook
+            make = openai.DefaultAioHttpClient if self.http_backend == "aiohttp" else openai.DefaultAsyncHttpxClient
+            http = make(timeout=self.timeout, event_hooks={"response": [self._cap_reply]})
             self._api = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.__api_key,
-                                           timeout=self.timeout, max_retries=0, **kwargs)
+                                           timeout=self.timeout, max_retries=0, http_client=http)
             from openai.types.chat import ChatCompletion
 
             self._completion_type = ChatCompletion
@@ -436,15 +459,18 @@ class LLMClient:
             if self._fatal is not None:            # another request found the key or model refused
                 raise self._fatal_exception()
             attempts += 1
+            final = False               # a reply too large: the next attempt would get the same
             try:
                 text, pt, ct = await self._post(messages, schema, name, max_tokens, mode)
                 return text, pt, ct, attempts
             except openai.APIStatusError as err:
                 status, detail, delay = err.status_code, self._describe(err), _retry_after(err)
             except (openai.APITimeoutError, openai.APIConnectionError) as err:
-                status, detail, delay = None, self._clean(f"{type(err).__name__}: {err}"), None
-            except _BadReply as err:
+                status, detail, delay = None, self._clean(f"{type(err).__name__}: {err}{_root_cause(err)}"), None
+            except (_BadReply, _Deadline) as err:
                 status, detail, delay = None, str(err), None
+            except _ReplyTooLarge as err:
+                status, detail, delay, final = None, str(err), None, True
             # decided outside the except clauses: no exception raised here carries the openai
             # error (and the server's unredacted body) as its context
             if status in _AUTH_STATUSES:
@@ -455,9 +481,13 @@ class LLMClient:
                 raise self._fatal_exception()
             if status is not None and mode != "prompt" and schema is not None and _format_rejected(status, detail):
                 raise _FormatRejected(detail)
-            retryable = status is None or status in (408, 409, 429) or status >= 500
+            retryable = not final and (status is None or status in (408, 409, 429) or status >= 500)
             if not retryable or attempts > self.max_retries:
                 raise _failed(f"{detail} (after {attempts} attempt(s))", attempts)
+            if delay is not None and delay > self.max_retry_wait:     # say so rather than stall the run
+                raise _failed(f"{detail}: the server asked to wait {delay:g} s before retrying (Retry-After), "
+                              f"more than max_retry_wait={self.max_retry_wait:g} s; not retried "
+                              f"(after {attempts} attempt(s))", attempts)
             if delay is None:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempts - 1))
                 delay *= 0.5 + self._jitter.random()
@@ -502,23 +532,43 @@ class LLMClient:
             last["content"] = f"{last['content']}\nYour JSON must match this schema: {json.dumps(schema)}"
             kwargs["messages"][-1] = last
         kwargs.update(self.extra_body)
-        unreadable = None
+        unreadable = late = None
         async with self._sem:
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
             try:
                 # the client's documented low-level post: our body is plain JSON already, and the
-                # typed create() would spend ~1 ms per request re-walking messages and schema
-                response = await self._api.post("/chat/completions", body=kwargs, cast_to=dict)
-            except (openai.APIStatusError, openai.APIConnectionError):
+                # typed create() would spend ~1 ms per request re-walking messages and schema.
+                # httpx's timeout bounds each read; the whole attempt gets ``timeout`` in all
+                response = await _within(self.timeout, self._api.post("/chat/completions", body=kwargs, cast_to=dict))
+            except (openai.APIStatusError, openai.APIConnectionError, _ReplyTooLarge):
                 raise
+            except asyncio.TimeoutError:
+                late = f"timed out: no complete reply within the timeout of {self.timeout:g} s (one attempt's deadline)"
             except Exception as err:   # e.g. a 200 whose body is no JSON (or no UTF-8): a failed attempt
                 unreadable = f"{type(err).__name__}: {err}"
             finally:
                 self._in_flight -= 1
+        if late is not None:
+            raise _Deadline(late)
         if unreadable is not None:
             raise _BadReply(f"no readable reply from the server ({self._clean(unreadable, 200)})")
         return self._read_reply(response)
+
+    async def _cap_reply(self, response: Any) -> None:
+        """The HTTP client's response hook, before the body is read: a reply whose Content-Length
+        is above ``max_reply_bytes`` is refused unread; any other reads its body through a
+        :class:`_CappedStream`, which stops at the cap."""
+        cap = self.max_reply_bytes
+        announced = response.headers.get("content-length", "")
+        if announced.strip().isdigit() and int(announced) > cap:
+            raise _ReplyTooLarge(f"the server's reply (HTTP {response.status_code}) is {int(announced)} bytes "
+                                 f"(Content-Length), more than max_reply_bytes={cap}; refused unread")
+        base = importlib.import_module(type(response).__module__.partition(".")[0]).AsyncByteStream
+        if base not in _CAPPED_TYPES:        # httpx's stream class (httpx or httpx2, as openai uses)
+            _CAPPED_TYPES[base] = type("CappedStream", (_CappedStream, base), {})
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        response.stream = _CAPPED_TYPES[base](response.stream, cap, response.status_code, encoding)
 
     def _read_reply(self, response: Any) -> tuple[str, int, int]:
         """(text, prompt_tokens, completion_tokens) of a 200 reply; ``_BadReply`` when it is not
@@ -549,10 +599,79 @@ class _BadReply(Exception):
     """A 200 reply that is not a usable chat completion: a failed attempt, retried."""
 
 
+class _Deadline(Exception):
+    """An attempt that outlasted ``timeout`` in all (a slow or trickling server): retried."""
+
+
+class _ReplyTooLarge(Exception):
+    """A reply larger than ``max_reply_bytes``: a failed attempt, not retried. Raised inside the
+    HTTP client (its response hook or body stream), which then drops the connection."""
+
+
+_CAPPED_TYPES: dict[type, type] = {}
+
+
+class _CappedStream:
+    """A reply body that raises ``_ReplyTooLarge`` as soon as more than ``cap`` bytes arrived,
+    or (gzip/deflate) would be decoded: the decoded size is counted in bounded pieces, never
+    kept, so a small compressed body cannot expand past the cap either. Mixed into the HTTP
+    library's ``AsyncByteStream`` (see ``LLMClient._cap_reply``)."""
+
+    def __init__(self, stream: Any, cap: int, status: int, encoding: str) -> None:
+        self._stream, self._cap, self._status = stream, cap, status
+        self._inflate = zlib.decompressobj(32 + zlib.MAX_WBITS) if encoding in ("gzip", "deflate") else None
+        self.received = self.decoded = 0
+
+    async def __aiter__(self):
+        chunks = self._stream.__aiter__()
+        try:
+            async for chunk in chunks:
+                self.received += len(chunk)
+                if self.received > self._cap or self._decodes_past_cap(chunk):
+                    raise _ReplyTooLarge(f"the server's reply (HTTP {self._status}) is larger than max_reply_bytes="
+                                         f"{self._cap}: stopped reading after {self.received} bytes"
+                                         + (f" ({self.decoded} decoded)" if self._inflate is not None else ""))
+                yield chunk
+        finally:
+            if hasattr(chunks, "aclose"):
+                await chunks.aclose()
+
+    def _decodes_past_cap(self, chunk: bytes) -> bool:
+        try:
+            while chunk and self._inflate is not None:
+                self.decoded += len(self._inflate.decompress(chunk, 65536))
+                if self.decoded > self._cap:
+                    return True
+                chunk = self._inflate.unconsumed_tail
+        except zlib.error:          # not gzip/zlib after all: the HTTP library reports it; count bytes
+            self._inflate = None
+        return False
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 def _failed(message: str, attempts: int) -> LLMError:
     err = LLMError(message)
     err.attempts = attempts
     return err
+
+
+async def _within(seconds: float, coro: Awaitable) -> Any:
+    """``await coro``, or ``TimeoutError`` once ``seconds`` have passed (it is cancelled)."""
+    if hasattr(asyncio, "timeout"):           # Python 3.11+: no extra task per request
+        async with asyncio.timeout(seconds):
+            return await coro
+    return await asyncio.wait_for(coro, seconds)
+
+
+def _root_cause(err: BaseException) -> str:
+    """`` (Type: message)`` of the first error behind ``err`` (a refused connection, a DNS
+    failure), which the openai client's "Connection error." hides; "" when there is none."""
+    root, seen = err, 0
+    while (root.__cause__ or root.__context__) is not None and seen < 10:
+        root, seen = root.__cause__ or root.__context__, seen + 1
+    return f" ({type(root).__name__}: {root})" if root is not err and str(root) else ""
 
 
 def _short(value: Any) -> str:
@@ -593,4 +712,4 @@ def _retry_after(err) -> float | None:
         value = float(err.response.headers.get("retry-after"))
     except (AttributeError, TypeError, ValueError):
         return None
-    return min(30.0, value) if value >= 0 else None      # NaN fails the test too
+    return value if value >= 0 else None      # NaN fails the test too; max_retry_wait bounds the rest

@@ -4,8 +4,9 @@ It speaks ``POST /v1/chat/completions`` (and ``GET /v1/models``). By default eve
 random instance of the request's JSON schema (so a run "works" as if the model always obeyed
 the schema); a ``responder`` function can script anything else: malformed JSON, wrong ids,
 HTTP errors, slow replies, malformed completions (a whole body of any JSON value, or raw bytes
-that are no JSON at all; odd ``usage`` fields). It records every request body and the peak number
-of requests in flight at once.
+that are no JSON at all; odd ``usage`` fields), bodies trickled a few bytes at a time, huge
+bodies (sent piece by piece, with or without a Content-Length). It records every request body,
+the peak number of requests in flight at once and how many body bytes it got out.
 
     with FakeServer(latency=0.2) as server:
         client = LLMClient(server.base_url, model="fake", api_key="test")
@@ -36,7 +37,13 @@ class FakeReply:
 
     ``body`` replaces the whole response body with any JSON value (sent with ``status``);
     ``raw`` sends these bytes (or this text) verbatim instead, JSON or not, with ``content_type``;
-    ``usage`` replaces the completion's ``usage`` (any JSON value; ``None`` sends ``null``)."""
+    ``usage`` replaces the completion's ``usage`` (any JSON value; ``None`` sends ``null``).
+
+    How the body goes out (after the head, which is sent at once): ``trickle=(n, pause)`` sends
+    it ``n`` bytes at a time, ``pause`` seconds apart (a server that keeps a request alive byte by
+    byte); ``repeat`` sends it that many times over, without ever holding the whole (``raw=b"x" *
+    2**20, repeat=30``: 30 MiB); ``chunked`` uses ``Transfer-Encoding: chunked`` and sends no
+    Content-Length (a body whose size is not announced)."""
 
     content: str | None = None
     status: int = 200
@@ -47,6 +54,14 @@ class FakeReply:
     raw: bytes | str | None = None
     content_type: str = "application/json"
     usage: Any = _DEFAULT
+    trickle: tuple[int, float] | None = None
+    repeat: int = 1
+    chunked: bool = False
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the body goes out piece by piece (``trickle``, ``repeat`` or ``chunked``)."""
+        return self.trickle is not None or self.repeat != 1 or self.chunked
 
 
 def schema_of(body: dict) -> dict | None:
@@ -102,6 +117,7 @@ class FakeServer:
         self.headers: list[dict] = []
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.body_bytes_sent = 0               # bytes of streamed bodies handed to the socket
         self._rng = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -166,10 +182,17 @@ class FakeServer:
                     data, content_type = payload.data, payload.content_type
                 else:
                     data = json.dumps(payload).encode()
+                streamed = isinstance(payload, _Raw) and payload.reply is not None and payload.reply.streamed
+                size = len(data) * (payload.reply.repeat if streamed else 1)
                 out = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"content-type: {content_type}",
-                       f"content-length: {len(data)}"]
+                       "transfer-encoding: chunked" if streamed and payload.reply.chunked else f"content-length: {size}"]
                 out += [f"{k}: {v}" for k, v in (extra or {}).items()]
-                writer.write(("\r\n".join(out) + "\r\n\r\n").encode("latin-1") + data)
+                head = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+                if streamed:
+                    writer.write(head)
+                    await self._send_body(writer, data, payload.reply)
+                else:
+                    writer.write(head + data)
                 await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     return
@@ -178,6 +201,19 @@ class FakeServer:
         finally:
             writer.close()
 
+    async def _send_body(self, writer: asyncio.StreamWriter, data: bytes, reply: FakeReply) -> None:
+        step, pause = reply.trickle or (max(len(data), 1), 0.0)
+        for _ in range(reply.repeat):
+            for i in range(0, len(data), max(int(step), 1)):
+                piece = data[i:i + max(int(step), 1)]
+                writer.write(b"%x\r\n%s\r\n" % (len(piece), piece) if reply.chunked else piece)
+                await writer.drain()          # raises once the client has hung up
+                self.body_bytes_sent += len(piece)
+                if pause:
+                    await asyncio.sleep(pause)
+        if reply.chunked:
+            writer.write(b"0\r\n\r\n")
+
     async def _post(self, body: dict, headers: dict) -> tuple[int, dict, dict | None]:
         n = len(self.requests)
         self.requests.append(body)
@@ -185,27 +221,32 @@ class FakeServer:
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            return await self._answer(body, n)
+            status, payload, extra, reply = await self._answer(body, n)
         finally:
             self.in_flight -= 1
+        if reply is not None and reply.streamed:
+            if not isinstance(payload, _Raw):
+                payload = _Raw(json.dumps(payload).encode(), "application/json")
+            payload.reply = reply
+        return status, payload, extra
 
-    async def _answer(self, body: dict, n: int) -> tuple[int, dict, dict | None]:
+    async def _answer(self, body: dict, n: int) -> tuple[int, Any, dict | None, FakeReply | None]:
         fmt = (body.get("response_format") or {}).get("type")
         if self.reject_json_schema and fmt == "json_schema":
             # what llama-cpp-python's server says to the OpenAI form
             return 500, {"error": {"message": "1 validation error: response_format.type Input should be "
-                                              "'text' or 'json_object'", "type": "internal_server_error"}}, None
+                                              "'text' or 'json_object'", "type": "internal_server_error"}}, None, None
         reply = self.responder(body, n) if self.responder is not None else None
         if not isinstance(reply, FakeReply):
             reply = FakeReply(content=reply)
         await asyncio.sleep(self.latency + reply.delay)
         if reply.raw is not None:
             data = reply.raw.encode("utf-8", "surrogatepass") if isinstance(reply.raw, str) else bytes(reply.raw)
-            return reply.status, _Raw(data, reply.content_type), reply.headers
+            return reply.status, _Raw(data, reply.content_type), reply.headers, reply
         if reply.body is not _DEFAULT:
-            return reply.status, reply.body, reply.headers
+            return reply.status, reply.body, reply.headers, reply
         if reply.status != 200:
-            return reply.status, {"error": {"message": reply.error, "type": "scripted"}}, reply.headers
+            return reply.status, {"error": {"message": reply.error, "type": "scripted"}}, reply.headers, reply
         content = reply.content
         if content is None:
             schema = schema_of(body)
@@ -220,13 +261,14 @@ class FakeServer:
                      "model": body.get("model", self.model),
                      "choices": [{"index": 0, "finish_reason": "stop",
                                   "message": {"role": "assistant", "content": content}}],
-                     "usage": usage}, reply.headers
+                     "usage": usage}, reply.headers, reply
 
 
 @dataclass
 class _Raw:
     data: bytes
     content_type: str
+    reply: FakeReply | None = None
 
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",

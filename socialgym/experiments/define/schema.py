@@ -69,6 +69,8 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "llm.temperature": (0, 2, False),
     "llm.max_tokens": (1, 1_000_000, False),
     "llm.max_repairs": (0, 100, False),
+    "llm.max_reply_bytes": (1_024, 1_073_741_824, False),
+    "llm.max_retry_wait": (0, 86_400, False),
     "llm.n_ctx": (256, 1_048_576, False),
     "logging.wandb.sample_posts": (0, 10_000, False),
     "logging.wandb.graph_every": (0, MAX_ROUNDS, False),
@@ -194,6 +196,12 @@ class LLMConfig:
     max_tokens: int = 512
     structured: str = "auto"
     max_repairs: int = 3
+    max_reply_bytes: int = 4 * 2**20
+    """The largest LLM reply read, in bytes (default 4 MiB; a reply of max_tokens 512 is a few kB): a
+    larger one is a failed request, refused while it is read, not retried."""
+    max_retry_wait: float = 60.0
+    """The longest Retry-After (HTTP 429/503) waited for, in seconds; a server asking for longer
+    fails the request at once, with a reason naming it."""
     cache: bool = True
     """The response cache in DIR/llm_cache.sqlite: a resumed run replays the interrupted round."""
     tie_scorer: bool = False

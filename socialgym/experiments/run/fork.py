@@ -48,10 +48,11 @@ from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_ya
                                          load_config, to_dict)
 from socialgym.experiments.run.recorder import verify_outputs
 from socialgym.experiments.run.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, config_digest, resume_experiment
-from socialgym.rundir import layout, read_run_info, write_run_info
+from socialgym.rundir import layout, read_run_info, write_run_info, writes
 
 
 # ---------------------------------------------------------------------------------- forking
+@writes("fork", "out")
 def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iterable[str] = (),
              config: ExperimentConfig | Mapping | None = None, condition: Mapping | None = None,
              replicate: int | None = None, trust: bool = False, resume: bool = True,

@@ -589,7 +589,8 @@ def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: P
         llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
         server_log=server_log, max_concurrency=llm.max_concurrency, timeout=llm.timeout,
         max_retries=llm.max_retries, temperature=llm.temperature, max_tokens=llm.max_tokens,
-        structured=llm.structured, max_repairs=llm.max_repairs, seed=seed, cache=cache)
+        structured=llm.structured, max_repairs=llm.max_repairs, seed=seed, cache=cache,
+        max_reply_bytes=llm.max_reply_bytes, max_retry_wait=llm.max_retry_wait)
 
 
 def _attach(client, policy, env) -> None:

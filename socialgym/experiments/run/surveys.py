@@ -448,11 +448,13 @@ def is_llm_agent(policy, agent: str) -> bool:
 def interview(policy, agent: str, question: str, client, *, round: int, scale: str = "text") -> dict:
     """Put one question to one LLM agent, from its current state (persona and memory), without
     changing it. Returns ``{"agent", "round", "question", "scale", "answer", "status"}``:
-    ``status`` ``ok``, or ``fallback`` with an empty answer (recorded in
-    ``client.usage.fallbacks``, purpose ``interview``). ``scale``: ``text`` (default) or a
-    numeric scale (the answer is then an integer of it). Raises ``ValueError`` naming the agent
-    when it is not an LLM agent of ``policy`` (or has no persona yet), or for a bad question or
-    scale."""
+    ``status`` ``ok``, or ``fallback`` with an empty answer when the server replied but with
+    nothing usable (recorded in ``client.usage.fallbacks``, purpose ``interview``). ``scale``:
+    ``text`` (default) or a numeric scale (the answer is then an integer of it). Raises
+    ``ValueError`` naming the agent when it is not an LLM agent of ``policy`` (or has no persona
+    yet), or for a bad question or scale; :class:`RunError` (one line naming the server and the
+    reason) when the request itself failed (server down, timeouts, retries spent); the client's
+    ``LLMFatalError`` (key or model refused) passes through."""
     owner = _owner(policy, agent)
     if not _is_llm(owner):
         raise ValueError(f"interview: {agent} is not an LLM agent of this policy (it is played by "
@@ -479,10 +481,22 @@ def interview(policy, agent: str, question: str, client, *, round: int, scale: s
         item = {"id": "answer", "text": question, "scale": scale}
         reply = use.run(_ask_numeric(use, owner, agent, round, {}, [item], "interview"))
         answer = int(reply.checked.value["answer"]) if reply.ok else ""
+    if not reply.ok and reply.raw is None:       # no reply at all: there is no answer to give
+        _request_failed(use, agent, reply.error)
     if not reply.ok:
         _record_fallback(use, agent, round, "interview", reply.error)
     return {"agent": agent, "round": round, "question": question, "scale": scale, "answer": answer,
             "status": "ok" if reply.ok else "fallback"}
+
+
+def _request_failed(client, agent: str, error: str | None) -> None:
+    """Raise the :class:`RunError` of an interview whose request failed (``complete_*``'s
+    "request failed: ..." reply), naming the server."""
+    from socialgym.experiments.errors import RunError
+
+    reason = (error or "no reply").removeprefix("request failed: ")
+    server = getattr(client, "base_url", None) or "(unknown address)"
+    raise RunError(f"interview: the request to the LLM server at {server} for {agent} failed: {reason}")
 
 
 __all__ = ["SurveyContext", "Surveys", "interview", "is_llm_agent"]
