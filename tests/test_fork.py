@@ -280,14 +280,15 @@ def test_compare_warns_about_unpaired_and_unseeded_runs(tmp_path):
         compare(tmp_path / "A", tmp_path / "nothing")
 
 
-def test_an_api_key_is_no_change_and_never_written():
-    from socialgym.experiments.define import fork_config, to_dict
+def test_an_inline_api_key_is_refused_and_never_shown():
+    from socialgym.experiments.define import fork_config
 
     data = {**BASE, "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
     base = load_config(data)
     target = load_config({**data, "llm": {**data["llm"], "api_key": "sk-inline-secret-0123456789"}})
-    cfg, changes = fork_config(base, target, 3)
-    assert changes == [] and "sk-inline" not in json.dumps(to_dict(cfg, redact=False))
+    with pytest.raises(ConfigError, match=r"^llm\.api_key: .*llm\.api_key_env") as err:
+        fork_config(base, target, 3)          # it would be dropped silently: a fork reads llm.api_key_env
+    assert "sk-inline" not in str(err.value)
     # token counts are settings: a change of them takes effect and is named
     cfg, changes = fork_config(base, load_config({**data, "llm": {**data["llm"], "max_tokens": 99}}), 3)
     assert changes == ["llm.max_tokens: 512 -> 99"] and cfg.llm.max_tokens == 99

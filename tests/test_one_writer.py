@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from socialgym.experiments import RunError, load_config, run_experiment
-from socialgym.rundir import DirectoryBusy, writer_lock
+from socialgym.rundir import writer_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTED = {"seed": 3, "env": {"n_agents": 8, "max_rounds": 6, "recommender": "random"},

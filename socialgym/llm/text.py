@@ -18,15 +18,29 @@ _LEAD_IN = re.compile(
     r"(?: text)?\s*:)?\s*", re.IGNORECASE)
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'", "\u2018": "\u2019"}
 _HANDLE = re.compile(r"(?<![\w@])@[\w.\-]+")
-_SENTENCE = re.compile(r"[^.!?\u2026]*(?:[.!?\u2026]+[\"'\u201d\u2019)]*|$)")
+# a run of sentence-ending marks with the closing quotes / brackets after it, then whitespace or the end
+_END = re.compile(r"(?<![.!?\u2026])[.!?\u2026]+[\"'\u201d\u2019)]*(?=\s|$)")
+_CLOSERS = "\"'\u201d\u2019)"
+_OPENERS = "\"'\u201c\u2018(["
+_NEXT = re.compile(r"\s*[\"'\u201c\u2018(\[]*(.?)", re.DOTALL)     # the first character of the next word
+ABBREVIATIONS = frozenset({
+    "mr", "mrs", "ms", "mx", "dr", "prof", "rev", "hon", "gen", "col", "capt", "lt", "sgt", "gov", "sen",
+    "e.g", "i.e", "cf", "vs", "viz", "approx", "fig", "vol", "eq"})
+"""Abbreviations (lower-cased, without their last period) that a period after never ends a
+sentence with, except at the end of the text: titles before a name and Latin abbreviations."""
+ENDING_ABBREVIATIONS = frozenset({"etc", "al", "inc", "ltd", "co", "corp", "jr", "sr", "st", "ave", "dept"})
+"""Abbreviations that often end a sentence too: with their period, like an initialism (``U.S.``),
+they end one only before a word that does not start with a lowercase letter."""
+_INITIALISM = re.compile(r"[A-Za-z]{1,3}(?:\.[A-Za-z]{1,3})+")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 
 
 def clean_text(raw: str | None, max_chars: int, *, max_sentences: int = 2, keep: Collection[str] = ()) -> str:
     """The message in a plain reply, at most ``max_chars`` characters and ``max_sentences``
-    sentences; ``""`` when nothing usable is left. @handles are removed unless their name is in
-    ``keep`` (the feed's policy writes a planned @mention itself, with the id the environment
-    knows; a discussion keeps @username addressing of its participants)."""
+    sentences (as :func:`split_sentences` finds them: a period inside a number, URL or
+    abbreviation ends none); ``""`` when nothing usable is left. @handles are removed unless
+    their name is in ``keep`` (the feed's policy writes a planned @mention itself, with the id
+    the environment knows; a discussion keeps @username addressing of its participants)."""
     if max_chars < 1:
         raise ValueError(f"max_chars must be >= 1, got {max_chars!r}")
     text = (raw or "").replace("**", "").replace("```", "").strip()
@@ -61,8 +75,45 @@ def _wrapped(text: str) -> bool:
         (closer != "'" or not text[1:2].isalpha() or text[end - 1:end] in ".!?\u2026")
 
 
+def split_sentences(text: str) -> list[str]:
+    """``text`` (whitespace already collapsed) as its sentences, each stripped; joined with one
+    space they give ``text`` back. A sentence ends at a run of ``.``, ``!``, ``?`` or ``…`` (with
+    the closing quotes or brackets right after it) that is followed by whitespace or the end of
+    the text; a mark inside a word never ends one, so numbers (``3.5``), URLs, e-mail addresses
+    and version numbers (``v1.2.3``, ``Python 3.11``) stay whole. Abbreviations are the
+    exception for a period followed by more text: after one of :data:`ABBREVIATIONS` (``Dr.
+    Smith``, ``e.g. Paris``) it never ends a sentence; after an initialism (``U.S.``, ``a.m.``)
+    or one of :data:`ENDING_ABBREVIATIONS` (``etc.``) it ends one only before a word that does
+    not start with a lowercase letter (``the U.S. plan`` goes on, ``in the U.S. Then`` ends)."""
+    sentences, start, end = [], 0, len(text.rstrip())
+    for m in _END.finditer(text):
+        if m.end() < end and not _ends_sentence(text, m):
+            continue
+        if text[start:m.end()].strip():
+            sentences.append(text[start:m.end()].strip())
+        start = m.end()
+    if text[start:].strip():
+        sentences.append(text[start:].strip())
+    return sentences
+
+
+def _ends_sentence(text: str, m: re.Match) -> bool:
+    """Whether the mark run ``m``, followed by whitespace and more text, ends a sentence."""
+    if m.group(0).rstrip(_CLOSERS) != ".":                # !, ?, an ellipsis: always
+        return True
+    i = m.start()
+    while i > 0 and not text[i - 1].isspace():           # the word before: linear over all matches
+        i -= 1
+    word = text[i:m.start()].lstrip(_OPENERS)
+    if word.lower() in ABBREVIATIONS:
+        return False
+    if word.lower() in ENDING_ABBREVIATIONS or _INITIALISM.fullmatch(word):
+        return not _NEXT.match(text, m.end()).group(1).islower()
+    return True
+
+
 def _cut(text: str, max_chars: int, max_sentences: int) -> str:
-    sentences = [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    sentences = split_sentences(text)
     complete = [s for s in sentences if re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", s)]
     if complete and not re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", sentences[-1]):
         sentences = sentences[:-1]                        # drop a sentence the token limit cut off

@@ -3,7 +3,8 @@
 A fork continues a run from its state after round ``t``; what describes that state (the agents,
 the seed, the policies' kinds) cannot change, what acts from round ``t + 1`` on can: scheduled
 interventions and surveys of later rounds, the recommender and the runtime tie parameters
-(which become interventions at ``t + 1``), the coach, and the llm, logging and run sections.
+(which become interventions at ``t + 1``), the coach, and the llm, logging and run sections
+(not an inline ``llm.api_key``: a fork reads its key from ``llm.api_key_env``, like a resume).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ def fork_changes(base: ExperimentConfig, target: ExperimentConfig, at_round: int
     if not 1 <= at_round < max_rounds:
         raise ConfigError(f"--at-round must lie in [1, {max_rounds - 1}] (env.max_rounds is {max_rounds}: a fork "
                           f"continues from the state after that round), got {at_round}")
+    if target.llm is not None and target.llm.api_key:     # dropped from the fork's config.yaml: refuse, not ignore
+        raise ConfigError("llm.api_key: a fork cannot take an inline key (it is never written to disk, and the "
+                          "fork runs from its config on disk); put the key in the environment variable named "
+                          "by llm.api_key_env")
     old, new = to_dict(base), to_dict(target)         # redacted: a key is no change, and never printed
     old.pop("sweep", None)
     new.pop("sweep", None)

@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from socialgym.config import RUNTIME_PARAMS, FeedConfig, lambda_row
 from socialgym.experiments.define.schedule import SCHEDULE_KEYS, check_schedule, check_target
 from socialgym.platform.topics import topic_problem
+from socialgym.platform.validation import utf8_problem
 
 KINDS = {
     # kind: (required keys, optional keys)
@@ -143,6 +144,8 @@ def _check_post(spec: dict, where: str, agents: list[str], interests: bool) -> N
     for key in ("topic", "text"):
         if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()):
             raise InterventionError(f"{where}.{key} must be a non-empty string, got {_show(spec[key])}")
+        if key in spec and utf8_problem(spec[key]):        # e.g. a lone surrogate: the run could not write it
+            raise InterventionError(f"{where}.{key}: {utf8_problem(spec[key])}")
     problem = topic_problem(spec["topic"])
     if problem:
         raise InterventionError(f"{where}.topic: {problem}")

@@ -15,8 +15,8 @@ one-line :class:`ConfigError` that names the key (``env.n_agnets``) and what is 
 ``rewards:`` sub-sections are spelling aids that flatten into it.
 
 Secrets: an ``llm.api_key`` in the file is accepted but never written back
-(:func:`to_dict` with ``redact=True``); the recommended way is ``llm.api_key_env``, the *name*
-of an environment variable.
+(:func:`to_dict` with ``redact=True``), so ``run.fork_at`` and a fork refuse it; the recommended
+way is ``llm.api_key_env``, the *name* of an environment variable.
 
 Hostile or broken files fail the same way, fast: the file is read only up to
 :data:`MAX_CONFIG_BYTES`, must be UTF-8, and is parsed by a YAML loader that rejects duplicate
@@ -44,8 +44,9 @@ import yaml
 from socialgym.agents.persona import PERSONA_SETS
 from socialgym.config import MAX_AGENTS, FeedConfig
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- documented in loading
-from socialgym.platform.validation import is_int, show
+from socialgym.platform.validation import is_int, show, utf8_problem
 from socialgym.experiments.define.forks import fork_changes
+from socialgym.experiments.define.schedule import RESERVED_TARGETS
 from socialgym.experiments.define.schema import (ConfigError, cut_text, ENV_GROUPS, ENV_RESERVED, ExperimentConfig,
                                                  freeze, FrozenDict, LLMConfig, LoggingConfig, MAX_CONFIG_BYTES,
                                                  MAX_SEED, MAX_STRING_CHARS, MAX_SWEEP_CELLS, MAX_YAML_ALIASES,
@@ -207,8 +208,10 @@ def _read_file(path: Path) -> Any:
 
 
 def _scan(value: Any, where: str, depth: int = 0, budget: list | None = None) -> None:
-    """Every mapping key is a string, every float is finite (NaN and infinities mean nothing in a
-    config), nesting and size are bounded (a mapping passed in may contain itself)."""
+    """Every mapping key is a string, every string (key or value) can be encoded as UTF-8 (a lone
+    surrogate would stop the run when it is written out), every float is finite (NaN and
+    infinities mean nothing in a config), nesting and size are bounded (a mapping passed in may
+    contain itself). Files, mappings, ``--set`` values, sweep cells and forks all pass here."""
     budget = [0] if budget is None else budget
     budget[0] += 1
     if budget[0] > MAX_YAML_NODES:
@@ -219,10 +222,15 @@ def _scan(value: Any, where: str, depth: int = 0, budget: list | None = None) ->
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ConfigError(f"{where or 'the config'}: key {show(key)} must be a string")
+            if utf8_problem(key):
+                raise ConfigError(f"{where or 'the config'}: key {show(key)}: {utf8_problem(key)}")
             _scan(item, f"{where}.{key}" if where else key, depth + 1, budget)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             _scan(item, f"{where}[{i}]", depth + 1, budget)
+    elif isinstance(value, str):
+        if utf8_problem(value):
+            raise ConfigError(f"{where or 'the config'}: {utf8_problem(value)}")
     elif isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ConfigError(f"{where} must be a finite number, got {value}")
@@ -573,6 +581,10 @@ def _policy(raw: Any) -> PolicyConfig:
             if "name" not in g:
                 g["name"] = f"group_{i}"
             groups.append(_section(f"policy.groups[{i}]", PolicyGroup, g, table="policy.groups[*]"))
+            name = groups[-1].name
+            if name in RESERVED_TARGETS:                  # target: all would mean every agent, not the group
+                raise ConfigError(f"policy.groups[{i}].name: {name!r} is reserved (target: {name} means "
+                                  f"{RESERVED_TARGETS[name]}); give the group another name")
     return dataclasses.replace(policy, groups=tuple(groups))
 
 

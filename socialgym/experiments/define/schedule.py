@@ -4,7 +4,8 @@ surveys (and one reading of the rounds it gives).
 A schedule is ``at_round: r``, or ``every: k`` with ``from`` and ``until`` (default: the run's
 last round): the rounds ``from, from + k, ... <= until``. ``from`` defaults to 1 for an
 intervention and to ``every`` for a survey (a survey every 5 rounds is first asked after round
-5). A target is ``all``, a policy group's name, or a list of distinct agent ids.
+5). A target is ``all``, a policy group's name, or a list of distinct agent ids; a policy group
+may not take a name a target gives a meaning to (:data:`RESERVED_TARGETS`).
 
 Each check raises the caller's error class (``InterventionError``, ``SurveyError``) with a
 one-line message naming the key (``interventions[2].every ...``).
@@ -17,6 +18,8 @@ from typing import Any, Mapping, Sequence
 from socialgym.platform.validation import is_int, show
 
 SCHEDULE_KEYS = ("at_round", "every", "from", "until")
+RESERVED_TARGETS = {"all": "every agent"}
+"""Targets with a meaning of their own, and that meaning; no policy group may be named so."""
 
 
 def check_schedule(spec: Mapping, where: str, max_rounds: int | None, error: type[Exception], *,
@@ -55,8 +58,8 @@ def check_round(value: Any, name: str, max_rounds: int | None, error: type[Excep
 def check_target(value: Any, name: str, agents: Sequence[str], groups: Sequence[str],
                  error: type[Exception]) -> Any:
     """``all``, a group name (one of ``groups``) or a list of distinct known agent ids."""
-    if value == "all":
-        return "all"
+    if isinstance(value, str) and value in RESERVED_TARGETS:
+        return value
     if isinstance(value, str):
         if value not in groups:
             raise error(f"{name}: unknown group {show(value)}; groups: {', '.join(groups) or 'none defined'} "

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from socialgym.experiments.define.schedule import SCHEDULE_KEYS, check_schedule, check_target, rounds_of
 from socialgym.platform.topics import topic_problem
-from socialgym.platform.validation import show
+from socialgym.platform.validation import show, utf8_problem
 
 SCALES: dict[str, tuple[int, ...] | None] = {
     "likert5": tuple(range(1, 6)), "0-10": tuple(range(0, 11)), "1-10": tuple(range(1, 11)), "text": None,
@@ -187,6 +187,8 @@ def _text(value: Any, name: str, limit: int = MAX_TEXT_CHARS) -> str:
         raise SurveyError(f"{name} must be a non-empty string, got {show(value)}")
     if len(value) > limit:
         raise SurveyError(f"{name} has {len(value)} characters, more than the {limit} allowed")
+    if utf8_problem(value):                                 # e.g. a lone surrogate: no answer could be stored
+        raise SurveyError(f"{name}: {utf8_problem(value)}")
     return value
 
 
