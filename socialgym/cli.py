@@ -113,7 +113,8 @@ def _add_run_commands(sub) -> None:
                                "it can run code, so only for files you trust)")
     p_resume.add_argument("--allow-config-change", action="store_true",
                           help=f"continue although {layout.CONFIG} was edited since the checkpoint (only its llm, "
-                               "logging and run sections take effect)")
+                               "logging and run sections and the interventions and surveys of later rounds "
+                               "take effect)")
 
 
 def _add_page_commands(sub) -> None:

@@ -267,3 +267,20 @@ def test_a_damaged_rounds_file_is_one_line_for_compare(tmp_path):
     done = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), check=False)
     assert done.returncode == 2 and error_lines(done.stderr) == [
         f"socialgym: error: {rounds}: row 3 has no round number ('zz'): the file was changed or damaged"]
+
+
+def test_the_config_change_warning_names_only_what_does_not_take_effect(tmp_path):
+    data = {**SCRIPTED, "surveys": [{"instrument": "trust", "at_round": 1}]}
+    config = write_config(tmp_path / "c.yaml", data)
+    out = tmp_path / "run"
+    killed = cli("run", str(config), "--out", str(out), "--quiet", check=False,
+                 env={**os.environ, "SOCIALGYM_KILL_AT": "2:outputs"})
+    assert killed.returncode == -signal.SIGKILL
+    edited = yaml.safe_load((out / "config.yaml").read_text())
+    edited["surveys"].append({"instrument": "trust", "name": "late", "at_round": 5})
+    (out / "config.yaml").write_text(yaml.safe_dump(edited))
+    done = cli("resume", str(out), "--quiet", "--allow-config-change")
+    assert "changed since the checkpoint (surveys)" in done.stderr
+    assert "do not take effect" not in done.stderr                 # the new survey does take effect
+    rows = (out / "surveys.csv").read_text().splitlines()
+    assert any(",late,trust," in row and row.startswith("5,") for row in rows)

@@ -75,8 +75,8 @@ def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: b
 
     ``trust`` loads a checkpoint whose signature does not match this user's key (one from
     someone else: it can run code); ``allow_config_change`` continues although config.yaml was
-    edited since the checkpoint (only its llm, logging and run sections take effect: the
-    environment and policies come from the checkpoint)."""
+    edited since the checkpoint (only its llm, logging and run sections and the interventions and
+    surveys of later rounds take effect: the environment and policies come from the checkpoint)."""
     out = Path(out)
     with writer_lock(out, "resume"):
         return _resume(out, progress, trust, allow_config_change)
@@ -133,8 +133,10 @@ def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: 
         if not allow_config_change:
             raise RunError(f"{out / layout.CONFIG} changed since the checkpoint ({shown or 'formatting only'}): "
                            "restore it, or pass --allow-config-change to continue with the checkpoint's "
-                           "environment and policies (only llm, logging and run settings take effect)")
-        env_side = [k for k in changed if k.split(".")[0] not in ("llm", "logging", "run", "interventions")]
+                           "environment and policies (only llm, logging and run settings and the interventions and "
+                           "surveys of later rounds take effect)")
+        env_side = [k for k in changed
+                    if k.split(".")[0] not in ("llm", "logging", "run", "interventions", "surveys")]
         print(f"socialgym: warning: {layout.CONFIG} changed since the checkpoint ({shown}); continuing "
               f"(--allow-config-change){'; these keys do not take effect: ' + ', '.join(env_side) if env_side else ''}",
               file=sys.stderr)
@@ -173,7 +175,8 @@ class _RunExecution:
         self._files: dict | None = None
 
     def execute(self, checkpoint: dict | None) -> dict:
-        if checkpoint is not None and self.cfg.run.snapshots and not layout.snapshot_path(self.out, checkpoint["round"]).exists():
+        if checkpoint is not None and self.cfg.run.snapshots and \
+                not layout.snapshot_path(self.out, checkpoint["round"]).exists():
             keep_snapshot(self.out, checkpoint["round"])     # killed between the checkpoint and its link
         if checkpoint is not None and not checkpoint["env"].agents:
             return self._complete(checkpoint)
