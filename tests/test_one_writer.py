@@ -284,3 +284,20 @@ def test_the_config_change_warning_names_only_what_does_not_take_effect(tmp_path
     assert "do not take effect" not in done.stderr                 # the new survey does take effect
     rows = (out / "surveys.csv").read_text().splitlines()
     assert any(",late,trust," in row and row.startswith("5,") for row in rows)
+
+
+def test_an_edited_fork_origin_is_refused(tmp_path):
+    from socialgym.experiments.run.fork import fork_run
+
+    base = tmp_path / "base"
+    run_experiment(load_config(SCRIPTED), base)
+    decoy = tmp_path / "decoy"
+    run_experiment(load_config({**SCRIPTED, "seed": 9}), decoy)
+    first = tmp_path / "first"
+    fork_run(base, 4, first, progress=False)
+    info = json.loads((first / "run.json").read_text())
+    info["fork"]["of"] = str(decoy.resolve())                     # lead a fork of the fork elsewhere
+    (first / "run.json").write_text(json.dumps(info))
+    with pytest.raises(RunError, match="names an origin .* that its signed snapshot does not"):
+        fork_run(first, 2, tmp_path / "second", progress=False)
+    assert not (tmp_path / "second").exists()

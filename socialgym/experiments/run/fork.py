@@ -72,6 +72,7 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
         if isinstance(origin, dict) and isinstance(origin.get("at_round"), int) and at_round < origin["at_round"]:
             # rounds before a fork's start are its origin's: fork from there, with this fork's config
             # (its own changes start after at_round, so the origin accepts them)
+            _check_origin(src, origin, trust)
             if config is None:
                 try:
                     config = load_config(src / layout.CONFIG, list(overrides))
@@ -107,7 +108,7 @@ def fork_run(src: str | Path, at_round: int, out: str | Path, *, overrides: Iter
     write_run_info(out, fork_meta)
     dump_yaml(cfg, out / layout.CONFIG)
     state = {**state, "run_id": fork_meta["run_id"], "config": to_dict(cfg),
-             "config_sha256": config_digest(out / layout.CONFIG)}
+             "config_sha256": config_digest(out / layout.CONFIG), "fork": fork_meta["fork"]}
     write_checkpoint(out / CHECKPOINT, state)
     if cfg.run.snapshots:
         keep_snapshot(out, at_round)
@@ -156,6 +157,19 @@ def _run_meta(src: Path) -> dict:
     if not (src / layout.CONFIG).is_file() or not isinstance(meta, dict):
         raise RunError(f"{src} is not a run directory (no {layout.CONFIG} / {layout.RUN_INFO})")
     return meta
+
+
+def _check_origin(src: Path, origin: dict, trust: bool) -> None:
+    """The origin a fork's run.json names is the one its first snapshot (signed) recorded: an
+    edited run.json cannot lead a fork of a fork to read another directory."""
+    try:
+        signed = load_snapshot(src, origin["at_round"], trust=trust).get("fork")
+    except RunError as exc:
+        raise RunError(f"{src} is a fork whose origin cannot be verified: {exc}") from None
+    if not isinstance(signed, dict) or signed.get("of") != origin.get("of") \
+            or signed.get("run_id") != origin.get("run_id"):
+        raise RunError(f"{src / layout.RUN_INFO} names an origin ({str(origin.get('of'))[:120]}) that its signed "
+                       "snapshot does not: the file was changed; restore it")
 
 
 def load_snapshot(src: str | Path, at_round: int | None = None, *, trust: bool = False) -> dict:
