@@ -75,6 +75,11 @@ CATEGORIES = {
     "llm": "4. LLM server faults",
     "resume": "5. Resume of tampered run directories",
     "files": "6. Untrusted model, report and pickle files",
+    # 7-10: issue 28's classes, in benchmarks/probe_hardening.py (registered below, after the others)
+    "writers": "7. One writer per directory; writes that stay inside it",
+    "values": "8. One validator per value",
+    "bounds": "9. Bounded LLM calls and their fallbacks",
+    "failures": "10. One line for every failure; text and config correctness",
 }
 
 MAX_MESSAGE = 300
@@ -1844,13 +1849,13 @@ def llm_case(responder_factory: Callable[[], Callable], expect: set, *, extra: M
             if problem:
                 raise Bad(problem)
         if err is not None:
-            if "auth" in expect:
+            if "auth" in expect or "fatal" in expect:      # a refused key or model (LLMAuthError, LLMModelError)
                 from socialgym.experiments import RunError
-                from socialgym.llm.client import LLMAuthError
-                return expect_clear(err, (LLMAuthError, RunError), [])
+                from socialgym.llm.client import LLMFatalError
+                return expect_clear(err, (LLMFatalError, RunError), [])
             raise Bad(f"the run crashed: {describe(err)}{where(err)}")
-        if "auth" in expect:
-            raise Bad(f"a refused key did not stop the run (status {summary.get('status')}, "
+        if "auth" in expect or "fatal" in expect:
+            raise Bad(f"a refused key or model did not stop the run (status {summary.get('status')}, "
                       f"{(summary.get('llm') or {}).get('fallbacks')} fallbacks)")
         llm = summary.get("llm") or {}
         if summary.get("status") != "complete":
@@ -1968,7 +1973,7 @@ LLM_CASES: list[tuple] = [
      {FALLBACK}, None, False),
     ("502 always", lambda: faulty(lambda b, n: _reply(status=502, error="bad gateway")), {FALLBACK}, None, False),
     ("404 model not found", lambda: faulty(lambda b, n: _reply(status=404, error="model fake not found")),
-     {FALLBACK}, None, False),
+     {"fatal"}, None, False),
     ("slow reply past the timeout, first two", lambda: faulty(lambda b, n: _reply(content=_schema_sample(b),
                                                                                   delay=2.6), "first"),
      {HANDLED}, RETRY2, False),
@@ -2559,6 +2564,12 @@ def _cache_is_data(ctx: Ctx) -> tuple[str, str]:
 
 
 case("files", "llm_cache.sqlite rows replaced by a hostile pickle", _cache_is_data, timeout=120)
+
+
+# =============================================================================== 7-10. issue 28
+import probe_hardening  # noqa: E402  (benchmarks/ is on sys.path)
+
+probe_hardening.register(sys.modules[__name__])
 
 
 # =============================================================================== running
