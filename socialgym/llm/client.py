@@ -42,6 +42,8 @@ All requests run on one event loop in a background thread, so the synchronous po
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import importlib
 import ipaddress
 import json
@@ -708,8 +710,18 @@ def _format_rejected(status: int, detail: str) -> bool:
 
 
 def _retry_after(err) -> float | None:
+    """Seconds the server asks to wait: ``Retry-After`` as a number, or as an HTTP date."""
     try:
-        value = float(err.response.headers.get("retry-after"))
-    except (AttributeError, TypeError, ValueError):
+        header = err.response.headers.get("retry-after")
+    except AttributeError:
         return None
+    try:
+        value = float(header)
+    except (TypeError, ValueError):
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+            value = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        value = max(value, 0.0)
     return value if value >= 0 else None      # NaN fails the test too; max_retry_wait bounds the rest

@@ -134,7 +134,7 @@ def check_keywords(cls: type, kwargs: Mapping[str, Any], *, skip: Iterable[str] 
     if unknown:
         own_first = dict.fromkeys(name for klass in cls.__mro__ for name in klass.__dict__.get("PARAMS") or ())
         raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {unknown[0]!r}; "
-                        f"its parameters: {', '.join(own_first) or 'none'}")
+                        f"allowed: {', '.join(own_first) or 'none'}")
     missing = [k for k, spec in specs.items() if spec.required and k not in kwargs and k not in skip]
     if missing:
         raise TypeError(f"{cls.__name__}() missing required parameter {missing[0]!r}")

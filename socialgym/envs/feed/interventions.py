@@ -84,7 +84,7 @@ class FeedInterventions:
                 if not 0 <= a < self.config.n_agents:        # a negative index would be another agent
                     raise ValueError(f"set_lambdas: agent index {a} out of range [0, {self.config.n_agents})")
                 idx.append(int(a))
-            elif a in self._agent_index:
+            elif isinstance(a, str) and a in self._agent_index:
                 idx.append(self._agent_index[a])
             else:
                 raise ValueError(f"set_lambdas: unknown agent {a!r}")

@@ -18,6 +18,7 @@ metrics, the first round at which the two differ and the difference in the last 
 
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -153,7 +154,7 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     numeric columns as they are, and (surveys.csv) ``survey:<survey>.<item>``: the mean numeric
     answer of the agents that answered."""
     metrics: dict[str, dict[int, float]] = {}
-    header, rows = read_csv(run / layout.ROUNDS)
+    header, rows = _read_table(run / layout.ROUNDS)
     columns = [c for c in REWARD_METRICS if c in header]
     sums: dict[int, list] = {}
     for line, row in enumerate(rows, 2):
@@ -164,7 +165,7 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     for r, (total, count) in sums.items():
         for c, v in zip(columns, total / count):
             metrics.setdefault(c, {})[r] = float(v)
-    header, rows = read_csv(run / layout.NETWORK)
+    header, rows = _read_table(run / layout.NETWORK)
     records = [dict(zip(header, row)) for row in rows]
     for column in header:
         cells = [rec.get(column, "") for rec in records]
@@ -175,6 +176,21 @@ def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     for key, (_, by_round, _) in survey_means(run).items():
         metrics[f"survey:{key}"] = by_round
     return metrics
+
+
+def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    """A run's CSV file, every row as long as its header; a :class:`RunDirError` naming the file
+    (and the row) when it cannot be read as the recorder wrote it."""
+    try:
+        header, rows = read_csv(path)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise RunDirError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}): the file was changed "
+                          "or damaged") from None
+    for line, row in enumerate(rows, 2):
+        if len(row) != len(header):
+            raise RunDirError(f"{path}: row {line} has {len(row)} cells for the {len(header)} columns: the file was "
+                              "changed or damaged")
+    return header, rows
 
 
 def _round_of(record: dict, path: Path, line: int) -> int:

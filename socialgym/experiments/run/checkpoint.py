@@ -16,16 +16,19 @@ File layout: ``MAGIC`` line, the hex MAC line, then the pickle bytes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import pickle
 import secrets
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from socialgym.rundir import layout
+from socialgym.rundir.files import own_dir
 
 MAGIC = b"SOCIALGYM-CHECKPOINT 3\n"
 _MAC_LINE = 64 + 1                      # sha256 hex digest and its newline
@@ -46,7 +49,10 @@ def key_path() -> Path:
 def _key() -> bytes:
     path = key_path()
     try:
-        text = path.read_text().strip()
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except IsADirectoryError:
+        raise CheckpointError(f"the checkpoint key {path} is a folder, not a key file; remove it to make a "
+                              "new key") from None
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
         text = secrets.token_hex(32)
@@ -75,15 +81,20 @@ def write_checkpoint(path: Path, state: Any, *, before_rename=None) -> None:
     """Pickle ``state`` to ``path`` atomically (write, fsync, rename), signed with the user's key.
     ``before_rename`` is called between the fsync and the rename (fault injection in tests)."""
     payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(MAGIC + _mac(payload) + b"\n")
-        f.write(payload)
-        f.flush()
-        os.fsync(f.fileno())
-    if before_rename is not None:
-        before_rename()
-    os.replace(tmp, path)                 # atomic: the old checkpoint or the new one, never half
+    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=f".{Path(path).name}.", suffix=".tmp")
+    try:                                  # a new file: never written through a link planted in the run
+        with os.fdopen(fd, "wb") as f:
+            f.write(MAGIC + _mac(payload) + b"\n")
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        if before_rename is not None:
+            before_rename()
+        os.replace(tmp, path)             # atomic: the old checkpoint or the new one, never half
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def keep_snapshot(run_dir: Path, round: int, checkpoint: str = layout.CHECKPOINT) -> Path:
@@ -92,7 +103,7 @@ def keep_snapshot(run_dir: Path, round: int, checkpoint: str = layout.CHECKPOINT
     cost), or a copy where the filesystem has no hard links. Replaces an older snapshot of the
     same round (a run restarted from round 0)."""
     source, path = Path(run_dir) / checkpoint, layout.snapshot_path(run_dir, round)
-    path.parent.mkdir(exist_ok=True)
+    own_dir(path.parent)                  # a linked snapshots/ folder is refused
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
     try:

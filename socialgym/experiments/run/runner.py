@@ -55,11 +55,11 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
     ``out``, which must not hold a run already. Returns the summary (also summary.json)."""
     out = Path(out)
     with writer_lock(out, "run"):
-        if was_started(out):
-            raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
         kind = kind_of(out)
         if kind not in (None, "run"):
             raise RunError(f"{out} holds a {kind}, not a run: give another --out")
+        if was_started(out):
+            raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
         out.mkdir(parents=True, exist_ok=True)
         meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
                 "seed": cfg.seed}

@@ -182,6 +182,7 @@ def _manifest(cfg: ExperimentConfig, todo: list[Job]) -> dict:
 
 def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool | None,
              options: dict | None = None) -> dict:
+    own_dir(out / "runs")                  # a linked runs/ folder is refused: the runs stay inside
     show = progress is not False
     results: list[dict] = []
     pending, unverified = [], []
@@ -442,7 +443,7 @@ def compare_sweep(directory: str | Path) -> list[dict]:
     results = []
     for cid in conditions[1:]:
         try:
-            results.append(compare(root / "runs" / control, root / "runs" / cid, root / "compare" / f"{cid}.csv"))
+            results.append(compare(root / "runs" / control, root / "runs" / cid, own_dir(root / "compare") / f"{cid}.csv"))
         except RunError as exc:                 # e.g. every run of the condition failed: the others still
             _say(f"sweep: no comparison of {cid} with {control}: {exc}")    # compare, the failure is reported
     return results

@@ -52,7 +52,7 @@ from socialgym.discussion import (
 from socialgym.experiments.analysis.discussion_analysis import pairwise_mean_differences, stars, strategy_time_ols
 from socialgym.rundir.files import to_float
 from socialgym.platform.validation import check_int, is_number
-from socialgym.rundir import layout
+from socialgym.rundir import kind_of, layout, writes
 
 SEED_OPINIONS = (
     "Social media platforms should be legally required to remove hate speech within 24 hours.",
@@ -247,8 +247,11 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
             "scores": scored["rewards"], "seconds": round(time.perf_counter() - start, 3)})
 
 
+@writes("moderation", "out")
 def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool = True) -> dict:
     out = Path(out)
+    if kind_of(out) not in (None, "moderation experiment"):
+        raise ValueError(f"{out} holds a {kind_of(out)}, not a moderation experiment: give another --out")
     out.mkdir(parents=True, exist_ok=True)
     config = json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
     saved = out / "config.json"

@@ -84,22 +84,13 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
     resumed = is_sweep(out)
     if kind_of(out) not in (None, "sweep", "study"):
         raise RunError(f"{out} holds a {kind_of(out)}, not a study: give another --out")
-    if resumed:
-        _check_same_study(out, study, scale, replicates, fork_at)
+    if resumed:                          # (a scale not given is not compared)
+        _check_same_study(out, study, scale, replicates, fork_at, base_url, model)
         sweep = resume_sweep(out, progress=progress)
     else:
         if study in STUDIES and scale is None:
             scale = next(iter(STUDIES[study]))
-        overrides = []
-        if fork_at is not None:
-            overrides.append(f"run.fork_at={int(fork_at)}")
-        if replicates is not None:
-            overrides.append(f"run.replicates={int(replicates)}")
-        if base_url is not None:
-            if not model:
-                raise ConfigError("--model is required with --base-url")
-            overrides += [f"llm.base_url={base_url}", f"llm.model={model}", "llm.max_concurrency=16"]
-        cfg = load_config(config_path(study, scale), overrides)
+        cfg = _study_config(study, scale, replicates, fork_at, base_url, model)
         sweep = run_sweep(cfg, out, progress=progress)
         atomic_write(out / layout.STUDY_CONFIG, json.dumps({"study": study, "scale": scale}) + "\n")
     name = (read_json(out / layout.STUDY_CONFIG) or {}).get("study", study)
@@ -118,11 +109,35 @@ def run_study(study: str, out: str | Path, *, scale: str | None = None, replicat
     return {**result, "problems": sweep.get("problems", [])}
 
 
-def _check_same_study(out: Path, study: str, scale: str | None, replicates: int | None, fork_at: int | None) -> None:
+def _study_config(study: str, scale: str | None, replicates: int | None, fork_at: int | None,
+                  base_url: str | None, model: str | None):
+    overrides = []
+    if fork_at is not None:
+        overrides.append(f"run.fork_at={int(fork_at)}")
+    if replicates is not None:
+        overrides.append(f"run.replicates={int(replicates)}")
+    if base_url is not None:
+        if not model:
+            raise ConfigError("--model is required with --base-url")
+        overrides += [f"llm.base_url={base_url}", f"llm.model={model}", "llm.max_concurrency=16"]
+    return load_config(config_path(study, scale), overrides)
+
+
+def _check_same_study(out: Path, study: str, scale: str | None, replicates: int | None, fork_at: int | None,
+                      base_url: str | None, model: str | None) -> None:
     """A study directory is resumed only as the study it holds: another study, scale, number of
-    replicates or fork round needs a new directory (the old results would be reported as the new)."""
+    replicates or fork round needs a new directory (the old results would be reported as the new);
+    a sweep that is not this study's (or a study killed before it named itself: its config
+    decides) is refused too."""
+    from socialgym.experiments.run.sweep import config_digest_of
+
     info = read_json(out / layout.STUDY_CONFIG) or {}
     cfg = load_config(out / layout.CONFIG)
+    default_scale = next(iter(STUDIES[study])) if study in STUDIES else None
+    if not info and config_digest_of(cfg) != config_digest_of(_study_config(
+            study, scale or default_scale, replicates or cfg.run.replicates, fork_at or cfg.run.fork_at,
+            base_url, model)):
+        raise RunError(f"{out} holds a sweep that is not the study {study!r}: give another --out")
     held = {"study": info.get("study", study), "scale": info.get("scale", scale),
             "replicates": cfg.run.replicates, "fork_at": cfg.run.fork_at}
     asked = {"study": study, "scale": scale, "replicates": replicates, "fork_at": fork_at}
