@@ -530,7 +530,7 @@ def run_command(args) -> int:
         cfg = from_arguments(args)
         summary = run_experiment(cfg, args.out, progress=not args.quiet)
     except ValueError as err:
-        print(f"socialgym moderation: error: {err}", file=sys.stderr)
+        print(f"socialgym: error: {err}", file=sys.stderr)
         return 2
     print(f"{summary['discussions']} discussions, {summary['comments']} comments in {summary['seconds']} s; "
           f"see {Path(args.out) / 'summary.md'}")
