@@ -11,10 +11,9 @@ Layer: above the policies, below the viewer and the experiments (it imports only
 
 from socialgym.rundir import layout
 from socialgym.rundir.lock import DirectoryBusy, writer_lock, writes
-from socialgym.rundir.runs import (RunDirError, is_run, is_sweep, kind_of, iter_events, read_network, read_personas, read_rounds,
-                                   read_run_info, read_summary, read_sweep, status, survey_means, was_started,
+from socialgym.rundir.runs import (RunDirError, is_sweep, kind_of, read_rounds, read_run_info, read_summary, read_sweep, status, survey_means, was_started,
                                    write_personas, write_run_info, write_summary, write_sweep)
 
-__all__ = ["layout", "RunDirError", "DirectoryBusy", "writer_lock", "writes", "kind_of", "is_run", "is_sweep", "was_started", "read_summary", "write_summary", "status",
-           "read_run_info", "write_run_info", "read_personas", "write_personas", "read_sweep", "write_sweep",
-           "read_rounds", "read_network", "iter_events", "survey_means"]
+__all__ = ["layout", "RunDirError", "DirectoryBusy", "writer_lock", "writes", "kind_of", "is_sweep", "was_started",
+           "read_summary", "write_summary", "status", "read_run_info", "write_run_info", "write_personas", "read_sweep", "write_sweep",
+           "read_rounds", "survey_means"]

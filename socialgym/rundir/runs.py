@@ -16,15 +16,10 @@ from typing import Any
 import numpy as np
 
 from socialgym.rundir import layout
-from socialgym.rundir.files import read_json, read_jsonl, read_records, write_json
+from socialgym.rundir.files import read_json, read_records, write_json
 
 
 # ---------------------------------------------------------------------------------- what a folder is
-def is_run(path: Path) -> bool:
-    """A run directory: it has the resolved config (written last when the run is created)."""
-    return (Path(path) / layout.CONFIG).is_file()
-
-
 def is_sweep(path: Path) -> bool:
     """A sweep (or study) directory: it has the sweep manifest."""
     return (Path(path) / layout.SWEEP).exists()
@@ -75,10 +70,6 @@ def write_run_info(run: Path, info: dict) -> None:
     write_json(Path(run) / layout.RUN_INFO, info, default=str, ensure_ascii=True)
 
 
-def read_personas(run: Path, default: Any = None) -> Any:
-    return read_json(Path(run) / layout.PERSONAS, default)
-
-
 def write_personas(run: Path, personas: dict) -> None:
     write_json(Path(run) / layout.PERSONAS, personas)
 
@@ -121,16 +112,6 @@ def write_sweep(path: Path, manifest: dict) -> None:
 def read_rounds(run: Path) -> list[dict[str, str]]:
     """rounds.csv as dicts keyed by its header (raises OSError when it is missing)."""
     return read_records(Path(run) / layout.ROUNDS)
-
-
-def read_network(run: Path) -> list[dict[str, str]]:
-    """network.csv as dicts keyed by its header (raises OSError when it is missing)."""
-    return read_records(Path(run) / layout.NETWORK)
-
-
-def iter_events(run: Path):
-    """(event or None for a line that is no JSON object, line number) of events.jsonl."""
-    return read_jsonl(Path(run) / layout.EVENTS)
 
 
 def survey_means(run: Path) -> dict[str, tuple[str, dict[int, float], int]]:

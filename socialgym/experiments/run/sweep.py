@@ -53,7 +53,8 @@ from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_ya
                                           thaw, to_dict, with_values)
 from socialgym.experiments.errors import RunError
 from socialgym.experiments.run.runner import resume_experiment, run_experiment
-from socialgym.rundir import is_sweep, kind_of, layout, read_run_info, read_summary, read_sweep, was_started, write_sweep, writes
+from socialgym.rundir import (is_sweep, kind_of, layout, read_run_info, read_summary, read_sweep, status, was_started,
+                              write_sweep, writes)
 from socialgym.rundir.files import atomic_write, own_dir, write_csv
 
 SWEEP_FILE = layout.SWEEP
@@ -362,8 +363,7 @@ def _expected_config(job: Job, todo: list[Job]) -> ExperimentConfig:
 
 
 def _complete(path: Path) -> bool:
-    summary = read_summary(path)
-    return bool(summary) and summary.get("status") == "complete"
+    return status(path) == "complete"
 
 
 # ---------------------------------------------------------------------------------- aggregate
