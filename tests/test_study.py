@@ -49,8 +49,9 @@ def test_configs_are_the_2x2_design_on_common_random_numbers():
         config_path("ties-coach", "huge")
 
 
-def test_real_network_bands_are_mean_plus_minus_1_96_se():
-    assert bands()["density"] == pytest.approx((0.197 - 1.96 * 0.046, 0.197 + 1.96 * 0.046))
+def test_real_network_bands_are_the_spread_between_the_eight_networks():
+    # SD between networks = SE * sqrt(8) = 0.046 * 2.8284 = 0.1301; band = mean +- 1.96 SD
+    assert bands()["density"] == pytest.approx((0.197 - 1.96 * 0.1301, 0.197 + 1.96 * 0.1301), abs=1e-4)
     assert set(REAL_NETWORKS) == {"density", "clustering", "lcc_fraction", "avg_shortest_path_norm", "modularity"}
 
 
@@ -64,7 +65,11 @@ def test_paper_scale_end_to_end_on_the_fake_server(tmp_path):
                  "plots/fig5_8_degrees.png", "aggregate.csv"):
         assert (out / name).is_file(), name
     claims = json.loads((out / "claims.json").read_text())
-    assert len(claims) == 4 and all(c["verdict"] in ("supported", "contradicted", "inconclusive") for c in claims)
+    assert len(claims) == 8
+    # paper scale, but one replicate (2 run pairs < 5) on the fake model: below the design, no verdict
+    assert all(c["verdict"] == "not tested at this scale" for c in claims)
+    assert all("fake is not a model named capable enough (evidence.CAPABLE_MODELS)" in c["shortfalls"]
+               for c in claims)
     rows = (out / "task_rewards.csv").read_text().splitlines()
     assert len(rows) == 1 + 4 * 5 * 15                    # 4 runs x 5 task groups x 15 rounds
     sweep = (out / "theta_sweep.csv").read_text().splitlines()

@@ -117,7 +117,7 @@ def analyze(out: str | Path, study: str) -> dict:
                     per_pair.append(float(np.mean(diffs)))
             mean, low, high, n = mean_ci(per_pair)
             effects.append({"a": spec.labels[a], "b": spec.labels[b], "metric": metric, "from_round": start,
-                            "effect": mean, "ci_low": low, "ci_high": high, "n_pairs": n})
+                            "effect": mean, "ci_low": low, "ci_high": high, "n_pairs": n, "per_pair": per_pair})
     verdicts = [_verdict(e, effects, spec) for e in spec.expectations]
     write_csv(out / layout.EFFECTS_CSV, ["a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs"],
               [[e[k] for k in ("a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs")]

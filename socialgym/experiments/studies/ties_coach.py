@@ -30,6 +30,7 @@ import numpy as np
 
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.studies import claims as claim_stats
+from socialgym.experiments.studies.evidence import Scale, network_band
 from socialgym.experiments.define import ConfigError, load_config
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.studies import fork_studies as fork_study
@@ -48,7 +49,9 @@ STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach
 # Chang et al. (ICWSM 2025, arXiv 2408.16629): mean and standard error over their eight real
 # friendship networks (31-70 nodes), as printed by the authors' analysis notebook
 # (snap-stanford/llm-social-network, analyze_networks.ipynb); see notes/chang2024_real_networks.md.
-# The band drawn and tested is mean +- 1.96 SE. Their shortest path is normalised by ln(LCC size).
+# The band drawn and tested is the spread between the networks, mean +- 1.96 SD with SD = SE * sqrt(8)
+# (the rules of evidence, socialgym.experiments.studies.evidence). Their shortest path is normalised by
+# ln(LCC size).
 REAL_NETWORKS = {"density": (0.197, 0.046), "clustering": (0.454, 0.043), "lcc_fraction": (0.990, 0.010),
                  "avg_shortest_path_norm": (0.635, 0.047), "modularity": (0.378, 0.050)}
 SWEEP_METRICS = ("density", "clustering", "lcc_fraction", "avg_shortest_path_norm", "modularity")
@@ -66,8 +69,11 @@ def config_path(study: str, scale: str) -> Path:
     return path
 
 
+REAL_NETWORK_COUNT = 8
+
+
 def bands() -> dict[str, tuple[float, float]]:
-    return {m: (mean - 1.96 * se, mean + 1.96 * se) for m, (mean, se) in REAL_NETWORKS.items()}
+    return {m: network_band(mean, se * math.sqrt(REAL_NETWORK_COUNT)) for m, (mean, se) in REAL_NETWORKS.items()}
 
 
 @writes("study", "out")
@@ -214,7 +220,7 @@ def analyze(out: str | Path) -> dict:
     write_csv(out / layout.THETA_SWEEP, ["condition_id", "coach", "llm_ties", "replicate", "theta", "density",
                                         "clustering", "lcc_fraction", "avg_shortest_path", "avg_shortest_path_norm",
                                         "modularity", "homophily", "n_edges"], sweep_rows)
-    verdicts = _claims(runs)
+    verdicts = _claims(out, runs)
     atomic_write(out / layout.CLAIMS_JSON, json.dumps([v.to_dict() for v in verdicts], indent=1, default=_json) + "\n")
     atomic_write(out / layout.CLAIMS_MD, claims_markdown(verdicts))
     figures = _figures(out, runs, degrees)
@@ -222,30 +228,41 @@ def analyze(out: str | Path) -> dict:
     return {"runs": len(runs), "claims": {v.claim: v.verdict for v in verdicts}, "html": str(out / layout.STUDY_HTML)}
 
 
-def _stack(runs: list[dict], task: str, first_round: int = 1) -> np.ndarray:
-    return np.vstack([r["curves"][task][first_round - 1:] for r in runs if task in r["curves"]])
+def _stance_homophily(path: Path) -> float | None:
+    from socialgym.metrics import network_metrics
+
+    personas = read_json(path / layout.PERSONAS) or {}
+    summary = json.loads((path / layout.SUMMARY).read_text())
+    stances = [(personas.get(a) or {}).get("stance") for a in summary["agents"]]
+    if None in stances or len(set(stances)) < 2:
+        return None
+    value = network_metrics(_final_ties(path), claim_stats.THETA_DEGREE, groups=stances)["homophily"]
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _claims(runs: list[dict]) -> list:
-    """Claims 1 and 3 use rounds 2..T: round 1 measures no choice (every action is a POST, every
-    feed is empty, nobody is coached yet)."""
-    tasks = [t for t in REWARD_NAMES if all(t in r["curves"] for r in runs)]
-    pooled = {t: _stack(runs, t, 2) for t in tasks}
-    key = lambda r: (r["llm_ties"], r["replicate"])        # noqa: E731 -- pairs share ties and seed
-    coached = sorted((r for r in runs if r["coach"]), key=key)
-    plain = sorted((r for r in runs if not r["coach"]), key=key)
-    verdicts = [claim_stats.learnable(pooled)]
-    if {"INF", "COORD"} <= set(tasks):
-        verdicts.append(claim_stats.task_order({t: _stack(runs, t) for t in tasks}))
-    verdicts.append(claim_stats.coach_early_late({t: _stack(coached, t, 2) for t in tasks},
-                                                 {t: _stack(plain, t, 2) for t in tasks}))
-    mean_sweep = {}
-    for llm in (False, True):
-        mine = [r for r in runs if r["llm_ties"] == llm]
-        mean_sweep[llm] = {m: np.nanmean([[row[m] for row in r["sweep"]] for r in mine], axis=0).tolist()
-                           for m in SWEEP_METRICS}
-    verdicts.append(claim_stats.llm_ties_realistic(mean_sweep[False], mean_sweep[True], bands()))
-    return verdicts
+def study_scale(out: Path, runs: list[dict]) -> Scale:
+    """The study's scale for the rules of evidence: agents, rounds, runs and the model."""
+    cfg = load_config(out / layout.CONFIG)
+    llm = cfg.llm
+    model = (llm.model if llm and llm.base_url else "the embedded SmolLM2-135M") if cfg.uses_llm() else None
+    return Scale(int(cfg.env["n_agents"]), int(cfg.env["max_rounds"]), len(runs), model)
+
+
+def run_records(runs: list[dict]) -> list[dict]:
+    """The runs as the claims read them (and as the reproduction page's summary stores them)."""
+    return [{"coach": r["coach"], "llm_ties": r["llm_ties"], "replicate": r["replicate"],
+             "curves": {t: np.asarray(c, float).tolist() for t, c in r["curves"].items()},
+             "sweep": [{k: row[k] for k in ("theta", "n_nodes", *SWEEP_METRICS, "avg_shortest_path", "homophily")}
+                       for row in r["sweep"]],
+             "stance_homophily": r.get("stance_homophily")} for r in runs]
+
+
+def _claims(out: Path, runs: list[dict]) -> list:
+    for run in runs:
+        run["stance_homophily"] = _stance_homophily(run["path"])
+    records = run_records(runs)
+    atomic_write(out / layout.STUDY_RECORDS, json.dumps(records, default=_json) + "\n")
+    return claim_stats.all_claims(records, bands(), study_scale(out, runs))
 
 
 def claims_markdown(verdicts) -> str:
@@ -254,7 +271,8 @@ def claims_markdown(verdicts) -> str:
              "", "| claim | statistic | verdict |", "|---|---|---|"]
     lines += [f"| {v.claim} | {v.statistic} | **{v.verdict}** |" for v in verdicts]
     for v in verdicts:
-        lines += ["", f"## {v.claim}", "", f"Rule: {v.rule}.", "", "```json",
+        below = f" Below the paper's scale: {'; '.join(v.shortfalls)}." if v.shortfalls else ""
+        lines += ["", f"## {v.claim}", "", f"Rule: {v.rule}. Units: {v.n}.{below}", "", "```json",
                   json.dumps(v.numbers, indent=1, default=_json), "```"]
     return "\n".join(lines) + "\n"
 
@@ -271,7 +289,7 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
     axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         for coach, colour in ((False, "tab:blue"), (True, "tab:orange")):
-            ys = _stack([r for r in runs if r["coach"] == coach], task)
+            ys = np.vstack([r["curves"][task] for r in runs if r["coach"] == coach])
             stats = [mean_ci(ys[:, t]) for t in range(ys.shape[1])]
             x = np.arange(1, ys.shape[1] + 1)
             ax.plot(x, [s[0] for s in stats], color=colour, label="coach" if coach else "no coach")
@@ -285,7 +303,7 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
     from socialgym.metrics import THETAS
 
     band = bands()
-    fig = figure(3.2 * len(SWEEP_METRICS), 3.0, layout="tight")
+    fig = figure(3.2 * len(SWEEP_METRICS), 3.0, layout="tight")     # band: the spread between real networks
     axes = fig.subplots(1, len(SWEEP_METRICS), squeeze=False)
     for ax, metric in zip(axes[0], SWEEP_METRICS):
         for llm, colour in ((False, "tab:green"), (True, "tab:purple")):
@@ -293,7 +311,7 @@ def _figures(out: Path, runs: list[dict], degrees: dict) -> list[tuple[Path, str
             stats = [mean_ci(ys[:, k]) for k in range(ys.shape[1])]
             ax.plot(THETAS, [s[0] for s in stats], marker="o", ms=3, color=colour, label="LLM ties" if llm else "heuristic")
             ax.fill_between(THETAS, [s[1] for s in stats], [s[2] for s in stats], color=colour, alpha=0.15)
-        ax.axhspan(*band[metric], color="grey", alpha=0.2, label="real networks (Chang et al.)")
+        ax.axhspan(*band[metric], color="grey", alpha=0.2, label="real networks (Chang et al.), mean ± 1.96 SD")
         ax.set_title(metric)
         ax.set_xlabel("θ")
     axes[0][0].legend(fontsize=7)
