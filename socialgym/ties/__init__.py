@@ -24,7 +24,7 @@ def make_tie_scorer(spec, evidence_weights):
         from socialgym.llm import LLMClient
         from socialgym.ties.llm_scorer import LLMTieScorer
 
-        scorer_keys = {"max_lines", "text_chars", "max_tokens"}
+        scorer_keys = {"transcript_tokens", "text_chars", "max_tokens"}
         return LLMTieScorer(LLMClient(**{k: v for k, v in spec.items() if k not in scorer_keys}),
                             **{k: v for k, v in spec.items() if k in scorer_keys})
     return spec

@@ -1,7 +1,9 @@
 """``LLMTieScorer``: tie evidence from the Tie-Update prompt (paper App. A, specification §4).
 
 After each round, every agent with active ties rates each peer it interacted with 0–5 from the
-round's transcript of their exchanges; ``score / 5`` replaces the heuristic evidence
+round's transcript of their exchanges (every line of the round that involves the rater and one of
+the peers, texts in full, up to ``transcript_tokens`` estimated tokens: when a round holds more,
+its earliest lines are left out and the prompt says how many); ``score / 5`` replaces the heuristic evidence
 ``G_theta``. One request per rating agent, all concurrent. A peer left unrated after the
 re-prompts gets 0 (the prompt's "if unsure, choose 0"), recorded in
 ``client.usage.fallbacks`` (purpose ``tie``).
@@ -21,8 +23,19 @@ from socialgym.platform.actions import RoundTranscript
 from socialgym.ties.dynamics import TieSignals
 
 
-def _line(e: dict, chars: int) -> str:
-    text = " ".join((e.get("text") or "").split())[:chars]
+TRANSCRIPT_TOKENS = 1024
+"""Default bound on the tokens of transcript in one Tie-Update prompt (``llm.tie_transcript_tokens``)."""
+
+
+def estimated_tokens(text: str) -> int:
+    """Tokens of ``text`` estimated as one per 4 characters (English under BPE tokenisers), plus
+    one for the line break: a bound that needs no tokenizer and errs long for plain English."""
+    return -(-len(text) // 4) + 1
+
+
+def _line(e: dict, chars: int | None) -> str:
+    text = " ".join((e.get("text") or "").split())
+    text = text[:chars] if chars is not None else text
     if e["kind"] == "VOTE":
         return f"{e['sender']} {'liked' if e['value'] > 0 else 'disliked'} {e['recipient']}'s item {e['id']}"
     to = f" to {e['recipient']}" if e.get("recipient") else ""
@@ -35,11 +48,14 @@ class LLMTieScorer:
     """Use as ``parallel_env(..., tie_scorer=LLMTieScorer(client))``."""
 
     def __init__(self, client, prompts: PromptSet | None = None, *, personas: Mapping[str, Any] | None = None,
-                 max_lines: int = 12, text_chars: int = 100, max_tokens: int | None = None) -> None:
+                 transcript_tokens: int = TRANSCRIPT_TOKENS, text_chars: int | None = None,
+                 max_tokens: int | None = None) -> None:
+        if isinstance(transcript_tokens, bool) or not isinstance(transcript_tokens, int) or transcript_tokens < 32:
+            raise ValueError(f"transcript_tokens must be an integer >= 32, got {transcript_tokens!r}")
         self.client = client
         self.prompts = prompts or PromptSet()
         self.personas = dict(personas or {})
-        self.max_lines = max_lines
+        self.transcript_tokens = transcript_tokens
         self.text_chars = text_chars
         self.max_tokens = max_tokens
         self.last_scores: list[tuple[str, str, int]] = []    # (rater, peer, 0..5) of the last round
@@ -55,7 +71,17 @@ class LLMTieScorer:
             parties = {e["sender"], e.get("recipient"), *e.get("mentions", ())}
             if rater in parties and parties & peers:
                 lines.append(_line(e, self.text_chars))
-        return "\n".join(lines[-self.max_lines:]) or "(no text)"
+        budget, kept = self.transcript_tokens, 0
+        for line in reversed(lines):                 # the latest lines are kept when the round is long
+            budget -= estimated_tokens(line)
+            if budget < 0:
+                break
+            kept += 1
+        left_out = len(lines) - kept
+        shown = lines[left_out:]
+        if left_out:
+            shown.insert(0, f"({left_out} earlier lines of this round left out)")
+        return "\n".join(shown) or "(no text)"
 
     def score(self, signals: TieSignals, transcript: RoundTranscript) -> np.ndarray:
         evidence = np.zeros(len(signals))

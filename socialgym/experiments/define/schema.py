@@ -72,6 +72,7 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "llm.max_reply_bytes": (1_024, 1_073_741_824, False),
     "llm.max_retry_wait": (0, 86_400, False),
     "llm.n_ctx": (256, 1_048_576, False),
+    "llm.tie_transcript_tokens": (32, 1_048_576, False),
     "logging.wandb.sample_posts": (0, 10_000, False),
     "logging.wandb.graph_every": (0, MAX_ROUNDS, False),
     "logging.network_every": (1, MAX_ROUNDS, False),
@@ -206,6 +207,9 @@ class LLMConfig:
     """The response cache in DIR/llm_cache.sqlite: a resumed run replays the interrupted round."""
     tie_scorer: bool = False
     """Score tie evidence with the Tie-Update prompt (``LLMTieScorer``) instead of G_theta."""
+    tie_transcript_tokens: int = 1024
+    """The most transcript (estimated tokens, 4 characters each) one Tie-Update prompt carries: the
+    round's lines between the rater and its peers, the earliest left out beyond this bound."""
     n_ctx: int = 4096
     """Embedded model only: context length of the llama.cpp server."""
 

@@ -363,7 +363,8 @@ class _RunExecution:
         if cfg.llm is not None and cfg.llm.tie_scorer:
             from socialgym.ties.llm_scorer import LLMTieScorer
             env_kwargs["tie_scorer"] = LLMTieScorer(client, personas=dict(zip(agents, personas))
-                                                    if personas is not None else None)
+                                                    if personas is not None else None,
+                                                    transcript_tokens=cfg.llm.tie_transcript_tokens)
         if any(g.kind in ("torch", "topic_users") for g in groups):   # they read the numeric part (ties)
             env_kwargs["obs_format"] = "both"
         env = socialgym.parallel_env(**env_kwargs, seed=self.seed)
