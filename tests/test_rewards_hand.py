@@ -668,3 +668,19 @@ def test_emo_callable_sentiment_for_text_tone_without_text(make_env, play_round,
     )
     assert comps(i2, A1)["EMO"] == pytest.approx(0.5 * (1 - 0.75 / (1.25 + EPS)), **TOL)
     assert comps(i2, A1)["EMO"] == pytest.approx(0.2, abs=1e-6)
+
+
+def test_emo_by_polarity_supportive_only_hostile_only_and_balanced(make_env, play_round, post, dm, A0, A1, A2):
+    """Specification §3's departure: with b_emo = -1 a round of supportive DMs only scores 1, of
+    hostile DMs only 0, and a balanced one 0.5 (the paper's text says one polarity scores near 1)."""
+    env, _ = make_env()
+    play_round(env, {A0: [post("a"), post("a")], A1: [post("a"), post("a")], A2: [post("a"), post("a")]})
+    # round 2: agent_0 gets two supportive DMs; agent_1 two hostile; agent_2 one of each
+    _, _, infos, _ = play_round(env, {
+        A1: [dm(A0, "a", tone="supportive"), dm(A2, "a", tone="critical")],
+        A2: [dm(A0, "a", tone="supportive"), dm(A1, "a", tone="critical")],
+        A0: [dm(A1, "a", tone="critical"), dm(A2, "a", tone="supportive")]})
+    emo = {ag: comps(infos, ag)["EMO"] for ag in (A0, A1, A2)}
+    assert emo[A0] == pytest.approx(1.0, abs=1e-5)          # U- = 0: 0.5 (1 + U+/(U+ + eps))
+    assert emo[A1] == pytest.approx(0.0, abs=1e-5)          # U+ = 0: 0.5 (1 - U-/(U- + eps))
+    assert emo[A2] == pytest.approx(0.5, abs=1e-5)          # U+ = U- (same |s| for both tones)
