@@ -30,7 +30,8 @@ INVALID_MODES = ("strict", "lenient")
 # The registered recommender and re-ranker names (socialgym.recommenders.registry builds them;
 # listed here so that the config checks names without importing the recommenders layer)
 RECOMMENDER_NAMES = ("chronological", "random", "popularity", "topic_affinity", "social", "mf", "hybrid")
-RERANK_KINDS = ("random_replacement", "tail_quota_transfer", "stance_penalty")
+RERANK_KINDS = ("random_replacement", "tail_quota_transfer", "efficiency_boost", "underserved_boost",
+                "stance_penalty")
 RUNTIME_PARAMS = ("half_life", "xi", "delta_max", "b_rec")
 """The tie parameters that may change during a run (``FeedEnv.set_param``, a ``param`` intervention,
 a fork's changed ``env``); the others describe the platform the run started with."""

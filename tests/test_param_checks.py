@@ -26,7 +26,7 @@ from socialgym.baselines.greedy import GreedyPolicy
 from socialgym.baselines.random_policy import RandomPolicy
 from socialgym.baselines.topic_users import TopicUsers
 from socialgym.recommenders import (
-    Hybrid, Popularity, RandomReplacement, Social, StancePenalty, TailQuotaTransfer, TopicAffinity,
+    Hybrid, Popularity, RandomReplacement, Reranker, Social, StancePenalty, TailQuotaTransfer, TopicAffinity,
     make_recommender,
 )
 from socialgym.recommenders.mf import MatrixFactorization
@@ -46,7 +46,7 @@ PREFS = np.ones((2, 3))
 def _built(cls):
     """A function building ``cls`` from keywords (re-rankers around a chronological base,
     TopicUsers with explicit preferences, LLMPolicy without a client)."""
-    if cls in (RandomReplacement, StancePenalty, TailQuotaTransfer):
+    if issubclass(cls, Reranker):
         return lambda **kw: cls(Chronological(), **kw)
     if cls is LLMPolicy:
         return lambda **kw: LLMPolicy(None, {}, **kw)

@@ -17,7 +17,7 @@ from socialgym.recommenders.base import (
 from socialgym.recommenders.engagement import Popularity, Social, TopicAffinity
 from socialgym.recommenders.hybrid import Hybrid
 from socialgym.recommenders.interventions import (
-    RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer,
+    EfficiencyBoost, QuotaTransfer, RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer, UnderServedBoost,
 )
 from socialgym.recommenders.params import PARAM_LIMITS, ParamError
 from socialgym.recommenders.registry import (
@@ -29,7 +29,8 @@ from socialgym.recommenders.simple import Chronological, RandomFeed
 __all__ = [
     "EMPTY", "FeedRequest", "Recommender", "FunctionRecommender", "ScoredRecommender",
     "top_k_excluding_own", "as_recommender", "Chronological", "RandomFeed", "Popularity", "TopicAffinity", "Social",
-    "Hybrid", "Reranker", "RandomReplacement", "StancePenalty", "TailQuotaTransfer", "REGISTRY",
+    "Hybrid", "Reranker", "RandomReplacement", "StancePenalty", "TailQuotaTransfer", "QuotaTransfer",
+    "EfficiencyBoost", "UnderServedBoost", "REGISTRY",
     "RERANKERS", "make_recommender", "apply_reranking", "recommender_class", "check_recommender", "check_reranking",
     "ParamError", "PARAM_LIMITS",
 ]

@@ -177,6 +177,19 @@ def check_stances(name: str, value: Any) -> None:
                                    f"got {show(label)}") from None
 
 
+def check_user_mask(name: str, value: Any) -> None:
+    """A quota re-ranker's ``users``: one boolean (or 0/1) per agent, True where the viewer's
+    feed is re-ranked (None, allowed by the rule itself, means every viewer)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ParamError(name, f"{name} must be None or a list of one boolean per agent, got {show(value)}")
+    if isinstance(value, Iterator):
+        return
+    for i, flag in enumerate(value):
+        if not (isinstance(flag, (bool, np.bool_)) or (is_int(flag) and flag in (0, 1))):
+            raise ParamError(name, f"{name}[{i}] must be a boolean (True: re-rank this viewer's feed), "
+                                   f"got {show(flag)}")
+
+
 def check_seed_param(seed: Any, name: str = "seed") -> None:
     """A policy's seed: None or an integer >= 0 (``socialgym.platform.validation.check_seed``),
     as a :class:`ParamError` naming ``name``."""
@@ -187,4 +200,4 @@ def check_seed_param(seed: Any, name: str = "seed") -> None:
 
 
 __all__ = ["PARAM_LIMITS", "PHASES", "Param", "ParamError", "check_keywords", "check_own", "check_phases",
-           "check_seed_param", "check_stances", "declared_params", "limited"]
+           "check_seed_param", "check_stances", "check_user_mask", "declared_params", "limited"]

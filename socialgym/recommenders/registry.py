@@ -21,7 +21,9 @@ from socialgym.platform.validation import show
 from socialgym.recommenders.base import Recommender, as_recommender
 from socialgym.recommenders.engagement import Popularity, Social, TopicAffinity
 from socialgym.recommenders.hybrid import SCORED_NAMES, Hybrid, check_component, check_weight, component_pairs
-from socialgym.recommenders.interventions import RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer
+from socialgym.recommenders.interventions import (
+    EfficiencyBoost, RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer, UnderServedBoost,
+)
 from socialgym.recommenders.params import ParamError, check_keywords
 from socialgym.recommenders.scored import ScoredRecommender
 from socialgym.recommenders.simple import Chronological, RandomFeed
@@ -60,8 +62,13 @@ REGISTRY: dict[str, Any] = {
 RERANKERS: dict[str, type[Reranker]] = {
     "random_replacement": RandomReplacement,
     "tail_quota_transfer": TailQuotaTransfer,
+    "efficiency_boost": EfficiencyBoost,
+    "underserved_boost": UnderServedBoost,
     "stance_penalty": StancePenalty,
 }
+
+QUOTA_KINDS = ("tail_quota_transfer", "efficiency_boost", "underserved_boost")
+"""The re-rankers of agentsociety2 §7.4 (quota transfer from head to target topics)."""
 
 
 def make_recommender(spec: Any, **kwargs: Any) -> Recommender:
@@ -171,8 +178,8 @@ def _check_hybrid(kwargs: dict) -> None:
 def check_reranking(steps: Any, n_agents: int | None = None) -> None:
     """Raise what ``apply_reranking(recommender, steps)`` would raise, without building anything
     (callables are not called); with ``n_agents``, also a ``ParamError`` for a
-    ``stance_penalty`` whose ``stances`` do not hold one label per agent (the re-ranker would
-    raise it at its first feed)."""
+    ``stance_penalty`` whose ``stances``, or a quota re-ranker whose ``users``, do not hold one
+    entry per agent (the re-ranker would raise it at its first feed)."""
     for step in steps or ():
         if callable(step):
             continue
@@ -185,6 +192,9 @@ def check_reranking(steps: Any, n_agents: int | None = None) -> None:
         if n_agents is not None and kind == "stance_penalty" and hasattr(stances, "__len__") \
                 and len(stances) != n_agents:
             raise ParamError("stances", f"stances has {len(stances)} labels for n_agents = {n_agents} agents")
+        users = params.get("users")
+        if n_agents is not None and kind in QUOTA_KINDS and hasattr(users, "__len__") and len(users) != n_agents:
+            raise ParamError("users", f"users has {len(users)} flags for n_agents = {n_agents} agents")
 
 
 __all__ = ["REGISTRY", "RERANKERS", "make_recommender", "apply_reranking", "recommender_class",
