@@ -6,6 +6,13 @@ Modelled on the users of recagent's cocoon study (``papers/recagent-user-behavio
 the item's topic, so a recommender that learns from engagement closes a feedback loop. Ties to
 an item's author raise engagement too, which is what recagent's Soc-Strategy (friends with other
 interests) relies on to broaden what users see.
+
+Social influence, for recagent's experiments (``socialgym.experiments.studies.recagent``):
+:meth:`TopicUsers.add_friends` pulls a user's tastes toward new friends' (Soc-Strategy), and
+:meth:`TopicUsers.conform` moves users' 1-10 ratings of one item toward the scores of the friends
+they talk with (conformity). Both are rules, so their effects are built in by construction.
+Multi-interest users: :meth:`TopicUsers.make_preferences` with ``interests_per_agent > 1`` and
+``interest_decay=1``.
 """
 
 from __future__ import annotations
@@ -132,12 +139,7 @@ class TopicUsers:
             raise ValueError(f"preferences have {pref.shape[1]} topic columns but the env's numeric topic "
                              f"dimension holds max_topics={layout.max_topics}")
         pref = pref / pref.sum(axis=1, keepdims=True)
-        pref.flags.writeable = False
-        self._pref = pref
-        self._rel = pref / pref.max(axis=1, keepdims=True)                   # r[c] = pref / max pref
-        cdf = np.cumsum(pref, axis=1)
-        self._cdf = cdf / cdf[:, -1:]
-        self._last_topic = pref.shape[1] - 1 - np.argmax(pref[:, ::-1] > 0, axis=1)
+        self._set_preferences(pref)
         main = np.argmax(pref, axis=1)
         main.flags.writeable = False
         self._main = main
@@ -229,30 +231,117 @@ class TopicUsers:
 
     @staticmethod
     def make_preferences(n_agents: int, n_topics: int, rng: Any = None, interests_per_agent: int = 1,
-                         concentration: float = 0.8) -> np.ndarray:
+                         concentration: float = 0.8, interest_decay: float = 0.5) -> np.ndarray:
         """An ``(n_agents, n_topics)`` preference matrix, rows summing to 1.
 
         Each agent gets ``interests_per_agent`` distinct favourite topics, drawn uniformly at
         random (``rng``: a ``numpy.random.Generator``, a seed, or None). The favourites share
-        ``concentration`` of the weight, halving from one to the next (weights proportional to
-        1, 1/2, 1/4, ...; the first is the agent's main interest); the other topics share the
-        remaining ``1 - concentration`` equally (when every topic is a favourite, the favourites
-        take all the weight). ``concentration=1`` puts zero weight outside the favourites.
+        ``concentration`` of the weight, the j-th (0-based) in proportion to
+        ``interest_decay ** j``: the default 0.5 halves from one to the next (1, 1/2, 1/4, ...;
+        the first is the agent's main interest), ``interest_decay=1`` makes **multi-interest
+        users** who like their ``interests_per_agent`` favourites equally (an item on any of them
+        is engaged with at the main-interest rate; ``main_interest`` is then the first of them in
+        topic order). The other topics share the remaining ``1 - concentration`` equally (when
+        every topic is a favourite, the favourites take all the weight). ``concentration=1`` puts
+        zero weight outside the favourites. The favourites are drawn the same way whatever
+        ``interest_decay``, so the same ``rng`` gives the same favourite topics.
         """
         n_agents, n_topics, k = _positive_int("n_agents", n_agents), _positive_int("n_topics", n_topics), \
             _positive_int("interests_per_agent", interests_per_agent)
         if k > n_topics:
             raise ValueError(f"interests_per_agent={k} exceeds n_topics={n_topics}")
         _concentration(concentration)
+        if not _finite(interest_decay) or not 0 < interest_decay <= 1:
+            raise ParamError("interest_decay", f"interest_decay must lie in (0, 1], got {interest_decay!r}")
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         favourites = np.argsort(gen.random((n_agents, n_topics)), axis=1)[:, :k]   # random, distinct
-        fav_weight = 0.5 ** np.arange(k)
+        fav_weight = float(interest_decay) ** np.arange(k)
         rest = n_topics - k
         conc = float(concentration) if rest else 1.0
         pref = np.full((n_agents, n_topics), (1.0 - conc) / rest if rest else 0.0)
         np.put_along_axis(pref, favourites, np.broadcast_to(conc * fav_weight / fav_weight.sum(),
                                                             favourites.shape), axis=1)
         return pref
+
+    def add_friends(self, src: Any, dst: Any, influence: float = 0.25) -> None:
+        """Social influence on tastes (recagent's Soc-Strategy, scripted): agent ``src[i]`` is
+        befriended with agent ``dst[i]`` (row indices; pass both directions for a mutual
+        friendship) and its preferences move toward its new friends'.
+
+        All pairs act at once, from the preferences held before the call: agent ``a`` with new
+        friends ``F`` gets ``pref[a] + influence * sum(pref[f] for f in F)``, renormalised — each
+        friend adds ``influence`` times its own preference row, so more friends (or friends with
+        other interests) widen what ``a`` engages with and posts about. ``main_interest`` (the
+        agent's label) is unchanged. With ``influence=0`` nothing changes. This is the only path
+        by which friends change a scripted user's tastes; the ``tie_gain`` term (engagement with
+        a tied author's items) acts through the environment's ties, which the caller adds
+        separately (``env.add_ties``).
+        """
+        if not _finite(influence) or influence < 0:
+            raise ParamError("influence", f"influence must be a finite number >= 0, got {influence!r}")
+        src, dst = np.asarray(src, np.int64).ravel(), np.asarray(dst, np.int64).ravel()
+        if src.shape != dst.shape:
+            raise ValueError(f"src and dst must have the same length, got {len(src)} and {len(dst)}")
+        n = self.n_agents
+        if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+            raise ValueError(f"friend indices must lie in [0, {n})")
+        if np.any(src == dst):
+            raise ValueError("an agent cannot befriend itself (src == dst)")
+        pref = self._pref.copy()
+        np.add.at(pref, src, influence * self._pref[dst])
+        self._set_preferences(pref / pref.sum(axis=1, keepdims=True))
+
+    def opinion_of(self, topic: int, rng: Any = None, spread: float = 1.0) -> np.ndarray:
+        """Every agent's private opinion of one item (e.g. a movie) of topic index ``topic``, on
+        the 1-10 rating scale: ``clip(3 + 5 * r[topic] + spread * N(0, 1), 1, 10)`` — about 8 for
+        an agent whose main interest it is, about 3 for one who does not care for the topic.
+        Used with :meth:`conform` for recagent's conformity experiment."""
+        if not is_int(topic) or not 0 <= topic < self.n_topics:
+            raise ValueError(f"topic must be a topic index in [0, {self.n_topics}), got {topic!r}")
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        noise = gen.standard_normal(self.n_agents)
+        return np.clip(3.0 + 5.0 * self._rel[:, int(topic)] + float(spread) * noise, 1.0, 10.0)
+
+    @staticmethod
+    def conform(opinion: Any, friends: Any, rng: Any = None, weight: float = 0.3,
+                talk_prob: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+        """One round of **conformity** among scripted users (the minimal social-influence rule
+        for recagent's conformity experiment; by construction, more friends mean more moves).
+
+        ``opinion``: each agent's latent rating (floats on 1-10); its reported score is
+        ``rating_scores(opinion)`` (rounded half up). ``friends``: an (n, n) 0/1 adjacency matrix.
+        Each agent talks with each friend independently with probability ``talk_prob`` and,
+        having heard the scores ``s_f`` of the friends it talked with, takes the weighted mean
+        ``(opinion + weight * sum(s_f)) / (1 + weight * n_heard)`` — its own opinion counts 1,
+        each friend heard ``weight``. Without talks nothing changes. Returns the new opinions and
+        their reported scores.
+        """
+        x = np.asarray(opinion, np.float64)
+        adj = np.asarray(friends) > 0
+        if adj.shape != (len(x), len(x)):
+            raise ValueError(f"friends must be an ({len(x)}, {len(x)}) adjacency matrix, got {adj.shape}")
+        _probability("talk_prob", talk_prob)
+        if not _finite(weight) or weight < 0:
+            raise ParamError("weight", f"weight must be a finite number >= 0, got {weight!r}")
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        talks = adj & (gen.random(adj.shape) < talk_prob)
+        heard = talks @ TopicUsers.rating_scores(x).astype(np.float64)
+        new = (x + weight * heard) / (1.0 + weight * talks.sum(axis=1))
+        return new, TopicUsers.rating_scores(new)
+
+    @staticmethod
+    def rating_scores(opinion: Any) -> np.ndarray:
+        """Reported 1-10 integer scores of latent opinions: rounded half up, clipped to 1..10."""
+        return np.clip(np.floor(np.asarray(opinion, np.float64) + 0.5), 1, 10).astype(np.int64)
+
+    def _set_preferences(self, pref: np.ndarray) -> None:
+        """Install row-normalised preferences and what is derived from them (not the labels)."""
+        pref.flags.writeable = False
+        self._pref = pref
+        self._rel = pref / pref.max(axis=1, keepdims=True)                   # r[c] = pref / max pref
+        cdf = np.cumsum(pref, axis=1)
+        self._cdf = cdf / cdf[:, -1:]
+        self._last_topic = pref.shape[1] - 1 - np.argmax(pref[:, ::-1] > 0, axis=1)
 
     # ------------------------------------------------------------------ public attributes
     @property

@@ -49,15 +49,60 @@ class CocoonArgs:
     """The recommender under study (any registered name)."""
     recommender_kwargs: dict = field(default_factory=dict)
     """Its parameters (MF: dim, epochs, lr, ...)."""
+    interests_per_agent: int = 1
+    """Favourite topics per scripted user (``TopicUsers.make_preferences``)."""
+    interest_decay: float = 0.5
+    """Weight ratio between successive favourites; 1 = multi-interest users liking all equally."""
+    concentration: float = 0.8
+    """Share of a user's preference weight on its favourites."""
+    rerank_phases: tuple[str, ...] = ("act",)
+    """Lists the Rec-Strategy acts on: the feed only, or ("act", "vote") for the vote items too."""
+    friends: int = 0
+    """Soc-Strategy: at the start of round ``intervene_from`` each user is befriended with this
+    many users who share none of its favourite topics (mutual, so some get more)."""
+    friend_weight: float = 0.5
+    """Weight of the Soc-Strategy ties in the environment's tie matrix."""
+    friend_influence: float = 0.25
+    """``TopicUsers.add_friends`` influence: how far each friend pulls a user's tastes."""
     out: str = "runs/cocoon"
     """Output directory for the plots and results.json."""
 
 
-def run_condition(args: CocoonArgs, replace: int, seed: int) -> dict:
-    """One run; returns per-round mean topic entropy and deep-cocoon share of the feeds."""
-    prefs = TopicUsers.make_preferences(args.agents, args.topics, rng=seed)
-    rerank = ([{"kind": "random_replacement", "n": replace, "every": args.every,
-                "start_round": args.intervene_from}] if replace else [])
+def different_interest_friends(prefs: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """For every user, ``m`` users (uniformly, without repeats) sharing none of its favourite
+    topics (the topics above the row's minimum weight); mutual pairs ``(src, dst)``, both
+    directions, without repeats. Users with fewer such peers get all of them."""
+    prefs = np.asarray(prefs, float)
+    fav = prefs > prefs.min(axis=1, keepdims=True) + 1e-12
+    fav[~fav.any(axis=1)] = True
+    disjoint = (fav.astype(int) @ fav.T.astype(int)) == 0
+    n = len(prefs)
+    src, dst = [], []
+    for v in range(n):
+        others = np.flatnonzero(disjoint[v])
+        chosen = rng.choice(others, size=min(m, len(others)), replace=False) if len(others) and m else []
+        src.extend([v] * len(chosen))
+        dst.extend(int(c) for c in chosen)
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    keys = np.unique(np.concatenate([src * n + dst, dst * n + src]))
+    return keys // n, keys % n
+
+
+def run_condition(args: CocoonArgs, replace: int, seed: int, *, friends: int | None = None,
+                  every: int | None = None) -> dict:
+    """One run; returns per-round mean topic entropy, deep-cocoon share and mean satisfaction
+    (``Surveys.satisfaction_rule``, 1-10) of the recommendations. ``replace``: Rec-Strategy items
+    per list; ``friends`` / ``every`` override ``args.friends`` / ``args.every``. Preferences and
+    friends depend on ``seed`` only, so conditions on one seed share them (common random numbers)."""
+    from socialgym.experiments.run.surveys import Surveys
+
+    friends = args.friends if friends is None else friends
+    every = args.every if every is None else every
+    prefs = TopicUsers.make_preferences(args.agents, args.topics, rng=seed,
+                                        interests_per_agent=args.interests_per_agent,
+                                        concentration=args.concentration, interest_decay=args.interest_decay)
+    rerank = ([{"kind": "random_replacement", "n": replace, "every": every,
+                "start_round": args.intervene_from, "phases": list(args.rerank_phases)}] if replace else [])
     env = socialgym.parallel_env(
         n_agents=args.agents, max_rounds=args.rounds, topics=[f"topic_{i}" for i in range(args.topics)],
         recommender=args.recommender, recommender_kwargs=dict(args.recommender_kwargs), rerank=rerank,
@@ -65,15 +110,23 @@ def run_condition(args: CocoonArgs, replace: int, seed: int) -> dict:
         agent_interests=prefs, exposure_window=1, sentiment="tone", seed=seed)
     users = TopicUsers.for_env(env, prefs, seed=seed)
     obs, _ = env.reset(seed=seed)
-    rounds, entropy, deep = [], [], []
+    rounds, entropy, deep, satisfaction = [], [], [], []
+    befriended = not friends
     while env.agents:
+        if not befriended and env.phase == "act" and env.round >= args.intervene_from:
+            src, dst = different_interest_friends(prefs, friends, np.random.default_rng([seed, 20]))
+            env.add_ties(src, dst, args.friend_weight)
+            users.add_friends(src, dst, args.friend_influence)
+            befriended = True
         obs, *_ = env.step(users.act(obs))
         if env.phase == "act" and env.round > 2:      # a vote step closed round env.round - 1
             m = env.exposure_metrics()                 # its feed (round 1's feed is empty)
             rounds.append(env.round - 1)
             entropy.append(m["mean_topic_entropy"])
             deep.append(m["deep_cocoon_share"])
-    return {"round": rounds, "entropy": entropy, "deep_cocoon_share": deep,
+            sat = Surveys.satisfaction_rule(env)
+            satisfaction.append(float(sat[sat > 0].mean()) if sat is not None and (sat > 0).any() else float("nan"))
+    return {"round": rounds, "entropy": entropy, "deep_cocoon_share": deep, "satisfaction": satisfaction,
             "interventions": env.intervention_stats()}
 
 
@@ -150,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     print("wrote", ", ".join(paths + [os.path.join(args.out, "results.json")]))
 
 
-__all__ = ["CocoonArgs", "run_condition", "run", "plot", "main"]
+__all__ = ["CocoonArgs", "different_interest_friends", "run_condition", "run", "plot", "main"]
 
 
 if __name__ == "__main__":
