@@ -80,9 +80,10 @@ moderation-no-llm: install
 study: install
 	$(BIN)/socialgym study ties-coach --scale small --out runs/study-small
 
-## reproduction: docs/reproduction.md from runs/study-small, runs/cocoon and runs/moderation
+## reproduction: rerun the scripted studies (recagent, agentsociety2, Soc-Strategy; < 30 min on 2 cores), rewrite
+## their summaries in benchmarks/reproduction/ and rebuild docs/reproduction.md from all the committed summaries
 reproduction: install
-	$(BIN)/python benchmarks/reproduction.py
+	$(BIN)/python benchmarks/reproduction.py --rerun
 
 ## train: PPO with parameter sharing on the mixed task (runs/ppo), then random/greedy/PPO evaluation
 train: install

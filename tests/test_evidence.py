@@ -123,9 +123,9 @@ def test_ranks_carry_bootstrap_confidence():
 def test_direction_and_size_are_judged_apart():
     iv = ev.Interval(0.96, 0.9, 1.0, 5)
     assert ev.direction(iv, +1) == ev.SUPPORTED
-    assert ev.size_against(iv, 0.085) == "ours larger than the paper's +0.085"
+    assert ev.size_against(iv, 0.085) == "ours above the paper's +0.085"
     assert ev.size_against(ev.Interval(0.1, 0.05, 0.2, 5), 0.085) == "paper's +0.085 inside our interval"
-    assert ev.size_against(ev.Interval(0.01, 0.0, 0.02, 5), 0.085) == "ours smaller than the paper's +0.085"
+    assert ev.size_against(ev.Interval(0.01, 0.0, 0.02, 5), 0.085) == "ours below the paper's +0.085"
     assert ev.size_against(iv, None) == "the paper gives no number"
 
 

@@ -261,7 +261,7 @@ def size_against(interval: Interval, paper_value: float | None, digits: int = 3,
         return f"paper {paper_value:+.{digits}f}{unit}; ours has no interval"
     if interval.lo <= paper_value <= interval.hi:
         return f"paper's {paper_value:+.{digits}f}{unit} inside our interval"
-    return f"ours {'larger' if interval.lo > paper_value else 'smaller'} than the paper's {paper_value:+.{digits}f}{unit}"
+    return f"ours {'above' if interval.lo > paper_value else 'below'} the paper's {paper_value:+.{digits}f}{unit}"
 
 
 def network_band(mean: float, sd: float, z: float = 1.96) -> tuple[float, float]:
