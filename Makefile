@@ -71,6 +71,8 @@ cocoon: install
 ## moderation: the six LLM moderation strategies in synthetic discussions (embedded model; runs/moderation)
 moderation: install
 	$(BIN)/socialgym moderation --out runs/moderation --discussions 2 --turns 6 --users 4 --annotators 3
+	$(BIN)/socialgym moderation --out runs/moderation-no-trolls --discussions 2 --turns 6 --users 4 --annotators 3 \
+		--trolls 0 --strategies no_moderator
 
 ## moderation-no-llm: the same pipeline with scripted users/moderator and lexicon annotators (seconds)
 moderation-no-llm: install

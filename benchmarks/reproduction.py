@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _docs import DOCS, write_section  # noqa: E402
 
+from socialgym.rundir.files import finite_json  # noqa: E402
+
 SUMMARIES = ROOT / "benchmarks" / "reproduction"
 PAGE = DOCS / "reproduction.md"
 SCRIPTED = ("recagent", "agentsociety", "soc_strategy")
@@ -55,17 +57,6 @@ def save(name: str, summary: dict) -> Path:
     return path
 
 
-def _finite(value):
-    """JSON without NaN: a missing statistic is null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 # ------------------------------------------------------------------------ summaries from run directories
 def core_summary(study: Path) -> dict:
     from socialgym.experiments.define import load_config
@@ -75,7 +66,7 @@ def core_summary(study: Path) -> dict:
     records = json.loads((study / layout.STUDY_RECORDS).read_text())
     cfg = load_config(study / layout.CONFIG)
     model = info["model"]
-    return _finite({"study": "ties-coach", "scale": info.get("scale"), "model": model,
+    return finite_json({"study": "ties-coach", "scale": info.get("scale"), "model": model,
                     "command": f"socialgym study ties-coach --scale {info.get('scale')} --out DIR",
                     "design": {"agents": int(cfg.env["n_agents"]), "rounds": int(cfg.env["max_rounds"]),
                                "actions": int(cfg.env.get("n_actions", 3)), "replicates": int(cfg.run.replicates),
@@ -124,7 +115,7 @@ def moderation_summary(out: Path, no_trolls: Path | None) -> dict:
         discussions += _discussions(no_trolls, "no_trolls")
     per_strategy = len([d for d in discussions if d["strategy"] == "no_moderator"])
     model = config.get("model") or "the embedded SmolLM2-135M"
-    return _finite({"study": "moderation", "model": model,
+    return finite_json({"study": "moderation", "model": model,
                     "command": "socialgym moderation --out DIR (and --trolls 0 --strategies no_moderator)",
                     "design": {"agents": config.get("users"), "rounds": config.get("max_turns"),
                                "runs": per_strategy, "annotators": config.get("annotators")},
@@ -143,7 +134,7 @@ def soc_strategy_summary(study: Path) -> dict:
         measures[f"{e['metric']}:difference"] = {
             "description": f"{e['b']} − {e['a']}, per replicate pair, mean over rounds {e['from_round']}..T",
             "per_run": {"soc − control": e["per_pair"]}}
-    return _finite({"study": "soc-strategy", "command": "socialgym study soc-strategy --out DIR",
+    return finite_json({"study": "soc-strategy", "command": "socialgym study soc-strategy --out DIR",
                     "population": "scripted users", "wall_seconds": info["wall_seconds"],
                     "design": {"agents": int(cfg.env["n_agents"]), "rounds": int(cfg.env["max_rounds"]),
                                "runs": len(next(iter(measures.values()))["per_run"]["soc − control"]),

@@ -74,6 +74,18 @@ def own_dir(path: Path) -> Path:
     return path
 
 
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (in nested dicts, lists and tuples) made None, so
+    that it is strict JSON: a statistic that could not be computed is null, never ``NaN``."""
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def write_json(path: Path, value: Any, *, default=None, ensure_ascii: bool = False) -> None:
     """``value`` as indented JSON, atomically (:func:`atomic_write`)."""
     atomic_write(path, json.dumps(value, indent=1, ensure_ascii=ensure_ascii, default=default) + "\n")

@@ -42,6 +42,7 @@ from socialgym.metrics import (
 )
 from socialgym.platform.actions import COM, POST
 from socialgym.rundir import layout
+from socialgym.rundir.files import finite_json
 
 STRATEGIES = ("tail_quota_transfer", "efficiency_boost", "underserved_boost")
 GROUPS = (("narrow", 1, 0.9), ("medium", 2, 0.8), ("broad", 4, 0.7))
@@ -277,7 +278,7 @@ def summary(args: StudyArgs, command: str, started: float) -> dict:
               "stance_penalty_strength": args.strength, "cross_interest": args.cross_interest,
               "deep_cocoon_threshold": default_cocoon_threshold(args.topics)}
     return {"study": "agentsociety", "command": command, "wall_seconds": round(time.time() - started, 2),
-            "population": "scripted users", "design": design, "measures": _clean(measures), "notes": NOTES}
+            "population": "scripted users", "design": design, "measures": finite_json(measures), "notes": NOTES}
 
 
 NOTES = [
@@ -293,17 +294,6 @@ NOTES = [
     "§7.5: gaps are measured against the pool's supply, not against a control condition",
     "§7.5: the feed draws on every user's posts (recency order), not only on followed outlets",
 ]
-
-
-def _clean(obj):
-    """NaN -> None, so that summary.json is strict JSON."""
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
 
 
 def main(argv: list[str] | None = None) -> dict:

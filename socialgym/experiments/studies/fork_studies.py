@@ -34,7 +34,7 @@ import numpy as np
 
 from socialgym.experiments.analysis.compare import mean_ci, run_metrics
 from socialgym.experiments.define import load_config
-from socialgym.rundir.files import atomic_write, own_dir, write_csv
+from socialgym.rundir.files import atomic_write, finite_json, own_dir, write_csv
 from socialgym.experiments.define.schedule import rounds_of
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.run.sweep import SWEEP_FILE
@@ -122,7 +122,7 @@ def analyze(out: str | Path, study: str) -> dict:
     write_csv(out / layout.EFFECTS_CSV, ["a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs"],
               [[e[k] for k in ("a", "b", "metric", "from_round", "effect", "ci_low", "ci_high", "n_pairs")]
                for e in effects])
-    atomic_write(out / layout.EFFECTS_JSON, json.dumps(_finite({"effects": effects, "verdicts": verdicts}), indent=1,
+    atomic_write(out / layout.EFFECTS_JSON, json.dumps(finite_json({"effects": effects, "verdicts": verdicts}), indent=1,
                                                        default=_json) + "\n")
     atomic_write(out / layout.EFFECTS_MD, effects_markdown(spec, effects, verdicts, int(cfg.run.fork_at)))
     figure = _figure(out, spec, runs, interventions, int(cfg.run.fork_at), max_rounds)
@@ -245,17 +245,6 @@ def _html(out: Path, spec: ForkStudy, manifest: dict, effects: list, verdicts: l
             f"<h2>Effects</h2><table><tr><th>B - A</th><th>metric</th><th>from round</th><th>effect</th>"
             f"<th>95 % interval</th><th>pairs</th></tr>{erows}</table>"
             f"<h2>Paired comparisons per round</h2><ul>{compares}</ul><h2>Runs</h2><ul>{links}</ul></body></html>\n")
-
-
-def _finite(value):
-    """NaN -> None, so that effects.json is valid JSON."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _json(value):

@@ -219,6 +219,14 @@ def _runs_section(summaries: Mapping[str, Mapping | None]) -> list[str]:
         wall = f"{s['wall_seconds']:.0f} s" if s.get("wall_seconds") is not None else "—"
         lines.append(f"| {name}.json | {who} | {d.get('agents')} | {d.get('rounds')} | {d.get('runs')} | {wall} | "
                      f"`{s['command']}` |")
+    missing = [n for n in ("core", "moderation") if summaries.get(n) is None]
+    if missing:
+        lines += ["", "No summary is committed for " + " and ".join(f"`{n}.json`" for n in missing) + ": "
+                  "its rows say \"not run\". The LLM studies run on the embedded model at a few seconds per "
+                  "request on 2 cores; add them with `make study` or `make moderation` (which also runs the no-troll arm) "
+                  "and `python "
+                  "benchmarks/reproduction.py --core runs/study-small --moderation runs/moderation "
+                  "--moderation-no-trolls runs/moderation-no-trolls`."]
     rerun = summaries.get("rerun")
     if rerun:
         lines += ["", f"`make reproduction` reran the scripted studies in {rerun['total_seconds']:.0f} s on "
