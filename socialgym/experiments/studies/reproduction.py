@@ -112,6 +112,11 @@ def _paired_strategies(summary: Mapping, key: str, a: str, b: str) -> ev.Interva
     return ev.paired_difference([x[k] for k in common], [y[k] for k in common], seed=11)
 
 
+def _distinct(summary: Mapping) -> list[Mapping]:
+    """Every discussion once: the "trolls" arm repeats the no-moderator discussions."""
+    return [d for d in summary["discussions"] if d["strategy"] != "trolls"]
+
+
 def _all_of(intervals: Sequence[ev.Interval], expected: int) -> str:
     dirs = [ev.direction(iv, expected) for iv in intervals]
     return (ev.SUPPORTED if dirs and all(d == ev.SUPPORTED for d in dirs) else
@@ -174,14 +179,14 @@ def _facilitator_claims() -> list[tuple[Claim, Callable[[Mapping], Row]]]:
         return row(c4, s, f"non-troll users' toxicity, with − without a troll (no moderator): {iv.text()}", iv, +1)
 
     def length_diversity(s: Mapping) -> Row:
-        pts = [(d["words"], d["diversity"]) for d in s["discussions"]
+        pts = [(d["words"], d["diversity"]) for d in _distinct(s)
                if d.get("words") is not None and d.get("diversity") is not None]
         iv = ev.bootstrap_slope([p[0] for p in pts], [p[1] for p in pts], seed=13)
         return row(c5, s, f"slope of a discussion's ROUGE-L diversity on its mean words per comment: {iv.text(4)}",
                    iv, -1)
 
     def ndfu(s: Mapping) -> Row:
-        iv = ev.bootstrap_mean([d["ndfu_slope"] for d in s["discussions"] if d.get("ndfu_slope") is not None],
+        iv = ev.bootstrap_mean([d["ndfu_slope"] for d in _distinct(s) if d.get("ndfu_slope") is not None],
                                seed=14)
         return row(c6, s, f"per discussion, slope of a comment's nDFU on its toxicity: {iv.text()}", iv, +1)
 
