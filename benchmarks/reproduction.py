@@ -71,7 +71,8 @@ def core_summary(study: Path) -> dict:
                     "design": {"agents": int(cfg.env["n_agents"]), "rounds": int(cfg.env["max_rounds"]),
                                "actions": int(cfg.env.get("n_actions", 3)), "replicates": int(cfg.run.replicates),
                                "runs": len(records)},
-                    "wall_seconds": info["wall_seconds"], "machine": info["machine"], "runs": records})
+                    "wall_seconds": info["wall_seconds"], "resumed": bool(info.get("resumed")),
+                    "machine": info["machine"], "runs": records})
 
 
 def _slope(x, y):

@@ -69,7 +69,10 @@ def _core_result(v: core.Verdict) -> str:
     if key == "7.":
         return "distance to the band, LLM − heuristic: " + "; ".join(
             f"{m} {ev.Interval(**x[m]['distance']).text()}" for m in x)
-    return f"φ {ev.Interval(**x['phi']).text()}"
+    phi = ev.Interval(**x["phi"])
+    if phi.n == 0:
+        return "φ undefined in every run (n = 0): a run's agents hold one stance, or no tie reaches θ"
+    return f"φ {phi.text()}"
 
 
 def core_rows(summary: Mapping | None) -> list[Row]:
@@ -82,7 +85,7 @@ def core_rows(summary: Mapping | None) -> list[Row]:
     rows = []
     for v in core.all_claims(summary["runs"], bands(), scale):
         claim, value, where = CORE_CLAIMS[v.claim.split(" ")[0]]
-        rows.append(Row(CORE, claim, value, where, f"LLM agents ({model})", _core_result(v) + f" ({v.n} units)",
+        rows.append(Row(CORE, claim, value, where, f"LLM agents ({model})", _core_result(v) + f" (n = {v.n} independent units)",
                         "the paper gives no number", CORE_COMMAND, v.verdict, v.shortfalls))
     return rows
 
@@ -222,6 +225,7 @@ def _runs_section(summaries: Mapping[str, Mapping | None]) -> list[str]:
         d = s["design"]
         who = s.get("population") or (f"LLM agents ({s['model']})" if s.get("model") else "scripted users")
         wall = f"{s['wall_seconds']:.0f} s" if s.get("wall_seconds") is not None else "—"
+        wall += " (the last resumption)" if s.get("resumed") else ""
         lines.append(f"| {name}.json | {who} | {d.get('agents')} | {d.get('rounds')} | {d.get('runs')} | {wall} | "
                      f"`{s['command']}` |")
     missing = [n for n in ("core", "moderation") if summaries.get(n) is None]
