@@ -75,12 +75,6 @@ def core_summary(study: Path) -> dict:
                     "machine": info["machine"], "runs": records})
 
 
-def _slope(x, y):
-    from socialgym.experiments.studies.reproduction_table import slope
-
-    return slope(x, y)
-
-
 def _discussions(out: Path, arm: str | None = None) -> list[dict]:
     """One record per discussion: mean toxicity of the users' comments, its slope on the user turn,
     the non-troll users' mean toxicity, mean words, ROUGE-L diversity, and the slope of a comment's
@@ -88,6 +82,7 @@ def _discussions(out: Path, arm: str | None = None) -> list[dict]:
     import numpy as np
 
     from socialgym.experiments.studies.moderation import comment_rows, load_records
+    from socialgym.experiments.studies.reproduction_table import slope
 
     records = load_records(out)
     rows = comment_rows(records)
@@ -100,11 +95,11 @@ def _discussions(out: Path, arm: str | None = None) -> list[dict]:
                   and math.isfinite(r["toxicity"])]
         out_rows.append({"strategy": arm or rec["strategy"], "discussion": rec["index"],
                          "toxicity": float(np.mean(finite)) if finite else None,
-                         "toxicity_slope": _slope([r["user_turn"] for r in mine], tox),
+                         "toxicity_slope": slope([r["user_turn"] for r in mine], tox),
                          "others_toxicity": float(np.mean(others)) if others else None,
                          "words": float(np.mean([r["words"] for r in mine])) if mine else None,
                          "diversity": rec.get("diversity"),
-                         "ndfu_slope": _slope(tox, [r["ndfu_toxicity"] for r in mine])})
+                         "ndfu_slope": slope(tox, [r["ndfu_toxicity"] for r in mine])})
     return out_rows
 
 

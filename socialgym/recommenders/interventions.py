@@ -21,6 +21,7 @@ ranking: see the environment options ``soc_strategy`` / ``agent_interests``.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -265,11 +266,12 @@ class QuotaTransfer(Reranker):
                         else np.array(watched, dtype=np.int64))
 
     # ---- the strategy ------------------------------------------------------------------------
+    @abstractmethod
     def target_keys(self, quota: np.ndarray, seen: np.ndarray, watched: np.ndarray, volume: np.ndarray,
                     pool_count: np.ndarray) -> tuple[np.ndarray, ...]:
         """Sort keys of each viewer's candidate targets, most important last (``np.lexsort``
-        order); smaller sorts first. Arrays broadcastable to (viewers, topics)."""
-        raise NotImplementedError
+        order); smaller sorts first. Arrays broadcastable to (viewers, topics). Each strategy
+        (a subclass) says which topics receive the moved slots."""
 
     def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:
         k = request.k
