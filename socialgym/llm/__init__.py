@@ -9,9 +9,10 @@ from socialgym.llm.client import JSONReply, LLMAuthError, LLMClient, LLMError, L
 from socialgym.llm.connect import open_client
 from socialgym.llm.local import LocalServer, default_model_path, local_server
 from socialgym.llm.prompts import REWARD_DOCS, PromptSet
+from socialgym.llm.router import Endpoint
 from socialgym.llm.sanitize import drop_secrets, redact
 from socialgym.llm.usage import Call, Fallback, Usage
 
 __all__ = ["LLMClient", "LLMError", "LLMFatalError", "LLMAuthError", "LLMModelError", "redact", "drop_secrets", "JSONReply", "TextReply", "ResponseCache",
            "PromptSet", "REWARD_DOCS", "Usage", "Call", "Fallback", "local_server", "LocalServer", "default_model_path",
-           "open_client"]
+           "open_client", "Endpoint"]

@@ -28,7 +28,9 @@ llama.cpp, Ollama):
   transient and retried;
 - validation of every JSON reply, re-prompting with the error up to ``max_repairs`` times;
 - an optional on-disk response cache that replays a run exactly;
-- request and token accounting per agent, round and purpose (``client.usage``).
+- request and token accounting per agent, round and purpose (``client.usage``);
+- several servers at once (``endpoints=``): per-agent affinity, binding, a breaker per server
+  and failover, in :mod:`socialgym.llm.router` (docs/servers.md).
 
 The API key comes from ``api_key=`` or ``OPENAI_API_KEY``. It is held only by the openai
 client object and never appears in ``repr``, ``config()``, the cache, logs or errors: every text
@@ -45,7 +47,6 @@ import asyncio
 import datetime
 import email.utils
 import importlib
-import ipaddress
 import json
 import os
 import random
@@ -53,15 +54,15 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
-from urllib.parse import urlparse
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from socialgym.llm.cache import ResponseCache, request_key
 from socialgym.llm.prompts import REPAIR
-from socialgym.llm.sanitize import encodable, one_line, redact, scrub, unencodable_strings
+from socialgym.llm.router import Endpoint, EndpointState, RouteContext, Router, client_endpoints, is_loopback  # noqa: F401
+from socialgym.llm.sanitize import encodable, one_line, scrub, unencodable_strings
 from socialgym.llm.schemas import Checked, parse_json
 from socialgym.llm.usage import Call, Usage
-from socialgym.platform.validation import check_int, is_number
+from socialgym.platform.validation import check_int, is_int, is_number, show
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
@@ -128,17 +129,6 @@ class JSONReply:
         return self.error is None and self.checked is not None and self.checked.ok
 
 
-def is_loopback(url: str | None) -> bool:
-    """Whether ``url`` names this machine (localhost or a loopback address)."""
-    host = urlparse(url or "").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class _LoopThread:
     """An event loop running forever in a daemon thread."""
 
@@ -171,16 +161,22 @@ class LLMClient:
     ``timeout``: seconds one HTTP attempt may take in all (the openai client's per-read timeout
     too). ``max_reply_bytes``: the largest reply body read (default 4 MiB); a larger one is a
     failed request, not retried. ``max_retry_wait``: the longest ``Retry-After`` waited for, in
-    seconds (default 60); a server asking for more fails the request at once."""
+    seconds (default 60); a server asking for more fails the request at once.
+
+    ``endpoints``: several servers instead of ``base_url``/``model``/``api_key`` (see
+    :mod:`socialgym.llm.router` and docs/servers.md); ``base_url`` and ``model`` then report the
+    first one's. ``breaker_failures`` retryable failures in a row take an endpoint out of use for
+    ``breaker_cooldown`` seconds; ``max_concurrency`` caps all endpoints together."""
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None, *,
-                 max_concurrency: int = 16, timeout: float = 60.0, max_retries: int = 3,
+                 endpoints: Sequence[Endpoint | Mapping] | None = None, breaker_failures: int = 3,
+                 breaker_cooldown: float = 30.0, max_concurrency: int = 16, timeout: float = 60.0, max_retries: int = 3,
                  temperature: float = 0.7, max_tokens: int = 512, cache: str | os.PathLike | ResponseCache | None = None,
                  structured: str = "auto", max_repairs: int = 3, seed: int | None = None,
                  backoff: float = 0.5, max_backoff: float = 8.0, strict_schema: bool = True,
                  extra_body: dict | None = None, http_backend: str = "auto", local: bool = False,
                  max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, max_retry_wait: float = 60.0) -> None:
-        if not model or not isinstance(model, str):
+        if endpoints is None and (not model or not isinstance(model, str)):
             raise ValueError("model must be a non-empty string (the server's model name)")
         if structured not in STRUCTURED_MODES:
             raise ValueError(f"structured must be one of {STRUCTURED_MODES}, got {structured!r}")
@@ -202,15 +198,11 @@ class LLMClient:
             except ImportError:
                 http_backend = "httpx"
         self.http_backend = http_backend
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if not is_loopback(self.base_url):
-                raise ValueError("no API key: pass api_key= or set OPENAI_API_KEY "
-                                 f"(only loopback servers may go without one; base_url is {self.base_url})")
-            key = "no-key-required"
-        self.__api_key = key           # name-mangled and never printed; handed to the openai client only
-        self.model = model
+        self.router = Router(client_endpoints(base_url, model, api_key, max_concurrency, endpoints),
+                             structured=structured, breaker_failures=breaker_failures,
+                             breaker_cooldown=breaker_cooldown)
+        """Which server serves each request; it alone holds the API keys."""
+        self.base_url, self.model = self.router.states[0].base_url, self.router.states[0].model
         self.max_concurrency = max_concurrency
         self.timeout = float(timeout)
         self.max_retries = max_retries
@@ -230,17 +222,13 @@ class LLMClient:
         so policies with ``generation="auto"`` plan under a schema and write texts plainly."""
         self.cache = cache if isinstance(cache, ResponseCache) or cache is None else ResponseCache(cache)
         self.usage = Usage()
-        self.mode: str | None = None if structured == "auto" else structured
-        self.format_rejections: list[str] = []    # what the server said when it refused a format
         self._occurrences: dict[str, int] = {}
         self._jitter = random.Random(0)            # only spreads retry timing; never touches results
         self._loop: _LoopThread | None = None
-        self._api = None
         self._sem: asyncio.Semaphore | None = None
-        self._detect: asyncio.Lock | None = None
         self._in_flight = 0
-        # (error class, message, status) once the server refused the key or the model: nothing more is sent
-        self._fatal: tuple[type, str, int] | None = None
+        # (error class, message, status, base_url) once a server refused the key or the model: nothing more is sent
+        self._fatal: tuple[type, str, int, str] | None = None
         self.peak_in_flight = 0
         self.transcript: Callable[[dict], None] | None = None
         """Called with every logical request's prompt and reply (the runner's transcripts.jsonl)."""
@@ -253,24 +241,64 @@ class LLMClient:
                 "max_tokens": self.max_tokens, "structured": self.structured, "mode": self.mode,
                 "max_repairs": self.max_repairs, "seed": self.seed, "local": self.local,
                 "max_reply_bytes": self.max_reply_bytes, "max_retry_wait": self.max_retry_wait,
-                "cache": str(self.cache.path) if self.cache is not None else None}
+                "cache": str(self.cache.path) if self.cache is not None else None,
+                "endpoints": self.router.describe(), "breaker_failures": self.router.breaker_failures,
+                "breaker_cooldown": self.router.breaker_cooldown}
+
+    @property
+    def mode(self) -> str | None:
+        """The structured-output form found (or set) for the first endpoint; each endpoint
+        finds its own (``endpoint_stats``, ``config()["endpoints"]``)."""
+        return self.router.states[0].mode
+
+    @property
+    def format_rejections(self) -> list[str]:
+        """What the server said when it refused a form (several endpoints: prefixed by name)."""
+        states = self.router.states
+        if len(states) == 1:
+            return states[0].format_rejections
+        return [f"{s.name}: {r}" for s in states for r in s.format_rejections]
+
+    def bind(self, agents: Iterable[str], endpoints: Sequence[str]) -> None:
+        """Send ``agents``' requests only to the endpoints named ``endpoints`` (ValueError for an
+        unknown name); other agents, and requests without one, may use every endpoint."""
+        self.router.bind(agents, endpoints)
+
+    @property
+    def route_events(self) -> list[dict]:
+        """Every failover and breaker change so far (plain dicts; see socialgym.llm.router)."""
+        return self.router.events
+
+    @property
+    def on_route_event(self) -> Callable[[dict], None] | None:
+        """Called with each new route event (the runner writes them to a file)."""
+        return self.router.on_event
+
+    @on_route_event.setter
+    def on_route_event(self, callback: Callable[[dict], None] | None) -> None:
+        self.router.on_event = callback
+
+    def endpoint_stats(self) -> dict[str, dict]:
+        """Per endpoint name: requests sent, attempts failed, failovers from it, peak in flight,
+        agents assigned, breaker state."""
+        return self.router.stats()
 
     def state_dict(self) -> dict:
         """What a checkpoint needs to continue exactly: the response cache's position (how often
         each request was sent, which picks the cached reply of a repeated request), the usage
-        log and the detected structured-output form."""
+        log, the detected structured-output forms, the route events and agents' endpoints."""
         return {"occurrences": dict(self._occurrences), "usage": self.usage, "mode": self.mode,
-                "format_rejections": list(self.format_rejections)}
+                "format_rejections": list(self.format_rejections), **self.router.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self._occurrences = dict(state["occurrences"])
         self.usage = state["usage"]
-        if self.structured == "auto":
-            self.mode = state["mode"]
-        self.format_rejections = list(state["format_rejections"])
+        self.router.load_state_dict(state, restore_modes=self.structured == "auto")
 
     def __repr__(self) -> str:
-        return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, structured={self.mode or self.structured!r})"
+        more = f", endpoints={list(self.router.by_name)}" if len(self.router.states) > 1 else ""
+        return (f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, "
+                f"structured={self.mode or self.structured!r}{more})")
 
     def run(self, coro: Awaitable) -> Any:
         """Run a coroutine on the client's loop and wait for it (the sync bridge)."""
@@ -280,14 +308,16 @@ class LLMClient:
 
     def close(self) -> None:
         if self._loop is not None:
-            if self._api is not None:
-                try:
-                    self._loop.run(self._api.close())
-                except Exception:   # closing a broken connection pool must not hide the real error
-                    pass
+            for state in self.router.states:
+                if state.api is not None:
+                    try:
+                        self._loop.run(state.api.close())
+                    except Exception:   # closing a broken connection pool must not hide the real error
+                        pass
+                    state.api = None
             self._loop.stop()
             self._loop = None
-            self._api = None
+            self._sem = None
         if self.cache is not None:
             self.cache.close()
 
@@ -298,32 +328,41 @@ class LLMClient:
         self.close()
 
     def _ensure(self) -> None:
-        if self._api is None:
+        if self._sem is None:
             import openai   # imported lazily: the core package does not need it
 
             # the openai client's own defaults (limits, redirects), with the reply-size hook
             make = openai.DefaultAioHttpClient if self.http_backend == "aiohttp" else openai.DefaultAsyncHttpxClient
-            http = make(timeout=self.timeout, event_hooks={"response": [self._cap_reply]})
-            self._api = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.__api_key,
-                                           timeout=self.timeout, max_retries=0, http_client=http)
-            from openai.types.chat import ChatCompletion
 
-            self._completion_type = ChatCompletion
+            def api(base_url: str, key: str) -> Any:
+                http = make(timeout=self.timeout, event_hooks={"response": [self._cap_reply]})
+                return openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=self.timeout, max_retries=0,
+                                          http_client=http)
+
+            for state in self.router.states:      # each server: its own key, connections, limit, form lock
+                state.open_api(api)
+                state.sem = asyncio.Semaphore(state.endpoint.max_concurrency)
+                state.detect = asyncio.Lock()
             self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._detect = asyncio.Lock()
 
     # ------------------------------------------------------------------ requests
     async def chat(self, messages: Sequence[dict], *, schema: dict | None = None, name: str = "reply",
                    agent: str | None = None, round: int | None = None, purpose: str = "chat",
-                   max_tokens: int | None = None) -> str:
-        """One logical request (cache, then HTTP with retries); returns the reply text. Raises
-        ``LLMError`` when it fails, ``LLMFatalError`` when the server refuses the key or the model."""
+                   max_tokens: int | None = None, seed: int | None = None) -> str:
+        """One logical request (cache, then HTTP with retries); returns the reply text. ``seed``
+        replaces the client's ``seed`` for this request (sent, and part of the cache key). Raises
+        ``LLMError`` when it fails, ``LLMFatalError`` when the server refuses the key or the model.
+        The cache key holds the model name(s) of the agent's pool, not the serving endpoint's."""
         max_tokens = max_tokens or self.max_tokens
+        if seed is not None and not is_int(seed):
+            raise ValueError(f"seed must be an integer or None, got {show(seed)}")
+        seed = self.seed if seed is None else int(seed)
         messages = list(messages)
         if unencodable_strings(messages):    # a lone surrogate cannot be sent, hashed or logged
             messages = scrub(messages)
-        payload = {"model": self.model, "messages": messages, "temperature": self.temperature,
-                   "max_tokens": max_tokens, "seed": self.seed, "schema": schema}
+        model = self.router.cache_model(agent)
+        payload = {"model": model, "messages": messages, "temperature": self.temperature,
+                   "max_tokens": max_tokens, "seed": seed, "schema": schema}
         key = None
         if self.cache is not None:
             base = request_key(payload, 0)
@@ -332,22 +371,23 @@ class LLMClient:
             key = request_key(payload, n)
             hit = self.cache.get(key)
             if hit is not None:
-                self.usage.record(Call(agent, round, purpose, hit[1], hit[2], 0.0, True, 0, True))
+                self.usage.record(Call(agent, round, purpose, hit[1], hit[2], 0.0, True, 0, True, model=model))
                 self._log(agent, round, purpose, messages, hit[0], True)
                 return hit[0]
         if self._fatal is not None:               # the key or the model was refused: send nothing more
-            self.usage.record(Call(agent, round, purpose, 0, 0, 0.0, False, 0, False, self._fatal[1]))
+            self.usage.record(Call(agent, round, purpose, 0, 0, 0.0, False, 0, False, self._fatal[1], model))
             raise self._fatal_exception()
         self._ensure()
         start = time.perf_counter()
         try:
-            text, pt, ct, attempts = await self._structured_request(messages, schema, name, max_tokens)
+            text, pt, ct, attempts, served = await self._with_retries(
+                messages, schema, name, max_tokens, seed, RouteContext(agent, round, purpose))
         except (LLMError, LLMFatalError) as err:
-            attempts = getattr(err, "attempts", 1)
             self.usage.record(Call(agent, round, purpose, 0, 0, time.perf_counter() - start, False,
-                                   attempts, False, str(err)))
+                                   getattr(err, "attempts", 1), False, str(err), model, getattr(err, "endpoint", None)))
             raise
-        self.usage.record(Call(agent, round, purpose, pt, ct, time.perf_counter() - start, False, attempts, True))
+        self.usage.record(Call(agent, round, purpose, pt, ct, time.perf_counter() - start, False, attempts, True,
+                               model=served.model, endpoint=served.name))
         if key is not None:
             self.cache.put(key, text, pt, ct)
         self._log(agent, round, purpose, messages, text, False)
@@ -360,12 +400,12 @@ class LLMClient:
             self.transcript(self._safe(entry))
 
     def _safe(self, value: Any) -> Any:
-        """``value`` (a JSON-like record) with lone surrogates replaced and the key redacted."""
-        key = self.__api_key
+        """``value`` (a JSON-like record) with lone surrogates replaced and the keys redacted."""
+        router = self.router
 
         def walk(v):
             if isinstance(v, str):
-                return redact(v, key) if key in v else v
+                return router.redact(v) if router.holds_key(v) else v
             if isinstance(v, dict):
                 return {k: walk(x) for k, x in v.items()}
             if isinstance(v, (list, tuple)):
@@ -376,24 +416,25 @@ class LLMClient:
 
     def _clean(self, text: Any, limit: int = 300) -> str:
         """Text from the server, fit to be kept: key redacted, encodable, one line, cut."""
-        return one_line(scrub(redact(text, self.__api_key)), limit)
+        return one_line(scrub(self.router.redact(text)), limit)
 
     def _fatal_exception(self) -> LLMFatalError:
-        cls, message, status = self._fatal
-        return cls(message, status=status, base_url=self.base_url)
+        cls, message, status, base_url = self._fatal
+        return cls(message, status=status, base_url=base_url)
 
     async def complete_json(self, messages: Sequence[dict], schema: dict, check: Callable[[Any], Checked], *,
                             name: str = "reply", agent: str | None = None, round: int | None = None,
                             purpose: str = "json", max_tokens: int | None = None,
-                            repair: str = REPAIR) -> JSONReply:
-        """Ask for JSON matching ``schema``; validate with ``check``; re-prompt with the error."""
+                            repair: str = REPAIR, seed: int | None = None) -> JSONReply:
+        """Ask for JSON matching ``schema``; validate with ``check``; re-prompt with the error
+        (the re-prompts go with the same ``seed``, see :meth:`chat`)."""
         messages = list(messages)
         best: Checked | None = None
         raw = None
         for attempt in range(self.max_repairs + 1):
             try:
                 raw = await self.chat(messages, schema=schema, name=name, agent=agent, round=round,
-                                      purpose=purpose, max_tokens=max_tokens)
+                                      purpose=purpose, max_tokens=max_tokens, seed=seed)
             except LLMError as err:          # (an LLMFatalError is not one: it ends the run)
                 return JSONReply(best, None, attempt, f"request failed: {err}")
             try:
@@ -415,13 +456,14 @@ class LLMClient:
 
     async def complete_text(self, messages: Sequence[dict], *, clean: Callable[[str], str] | None = None,
                             agent: str | None = None, round: int | None = None, purpose: str = "text",
-                            max_tokens: int | None = None, allow_empty: bool = False) -> TextReply:
+                            max_tokens: int | None = None, allow_empty: bool = False,
+                            seed: int | None = None) -> TextReply:
         """Ask for plain text (no schema); ``clean`` turns the reply into the usable text. A failed
         request, or (unless ``allow_empty``) a reply with nothing usable in it, gives
         ``TextReply("", raw, error)``."""
         try:
             raw = await self.chat(messages, name=purpose, agent=agent, round=round, purpose=purpose,
-                                  max_tokens=max_tokens)
+                                  max_tokens=max_tokens, seed=seed)
         except LLMError as err:
             return TextReply("", None, f"request failed: {err}")
         text = clean(raw) if clean is not None else raw.strip()
@@ -430,41 +472,46 @@ class LLMClient:
         return TextReply(text, raw)
 
     # ------------------------------------------------------------------ internals
-    async def _structured_request(self, messages, schema, name, max_tokens):
-        if schema is None or self.mode is not None:
-            mode = self.mode or "prompt"
-            try:
-                return await self._with_retries(messages, schema, name, max_tokens, mode)
-            except _FormatRejected as rejected:
-                raise _failed(f"the server rejected response_format {mode!r}: {rejected}", 1) from None
-        async with self._detect:          # the first structured request finds the server's format
-            if self.mode is None:
-                # a form the server definitely refused stays refused (a transient failure of the
-                # next form, which ends a detection without a mode, must not make it ask again)
-                refused = {r.split(":", 1)[0] for r in self.format_rejections}
-                for mode in [m for m in ("json_schema", "json_object") if m not in refused] + ["prompt"]:
-                    try:
-                        result = await self._with_retries(messages, schema, name, max_tokens, mode)
-                    except _FormatRejected as rejected:
-                        self.format_rejections.append(f"{mode}: {rejected}")
-                        continue
-                    self.mode = mode
-                    return result
-        # the mode was found while this request waited: send it outside the lock
-        return await self._structured_request(messages, schema, name, max_tokens)
-
-    async def _with_retries(self, messages, schema, name, max_tokens, mode):
+    async def _attempt(self, ep: EndpointState, messages, schema, name, max_tokens, seed):
+        """One HTTP attempt on ``ep`` in its structured-output form. The first structured request
+        to each server finds that form: only a definite rejection moves on to the next one, and
+        a form refused once stays refused (the error of any other failure is raised)."""
         import openai
 
-        attempts = 0
+        if schema is None or ep.mode is not None:
+            return await self._post(ep, messages, schema, name, max_tokens, ep.mode or "prompt", seed)
+        async with ep.detect:
+            if ep.mode is None:
+                refused = {r.split(":", 1)[0] for r in ep.format_rejections}
+                for mode in [m for m in ("json_schema", "json_object") if m not in refused] + ["prompt"]:
+                    try:
+                        result = await self._post(ep, messages, schema, name, max_tokens, mode, seed)
+                    except openai.APIStatusError as err:
+                        detail = self._describe(err)
+                        if mode == "prompt" or not _format_rejected(err.status_code, detail):
+                            raise
+                        ep.format_rejections.append(f"{mode}: {detail}")
+                        continue
+                    ep.mode = mode
+                    return result
+        # the form was found while this request waited: send it outside the lock
+        return await self._post(ep, messages, schema, name, max_tokens, ep.mode, seed)
+
+    async def _with_retries(self, messages, schema, name, max_tokens, seed, route: RouteContext):
+        """(text, prompt tokens, completion tokens, attempts, the endpoint that answered). A
+        retryable failure moves to another healthy endpoint of the pool at once (not counted
+        against ``max_retries``); with none, it is retried with backoff as with one server."""
+        import openai
+
+        attempts = failovers = 0
         while True:
             if self._fatal is not None:            # another request found the key or model refused
                 raise self._fatal_exception()
+            ep = self.router.take(route)
             attempts += 1
             final = False               # a reply too large: the next attempt would get the same
             try:
-                text, pt, ct = await self._post(messages, schema, name, max_tokens, mode)
-                return text, pt, ct, attempts
+                text, pt, ct = await self._attempt(ep, messages, schema, name, max_tokens, seed)
             except openai.APIStatusError as err:
                 status, detail, delay = err.status_code, self._describe(err), _retry_after(err)
             except (openai.APITimeoutError, openai.APIConnectionError) as err:
@@ -473,41 +520,60 @@ class LLMClient:
                 status, detail, delay = None, str(err), None
             except _ReplyTooLarge as err:
                 status, detail, delay, final = None, str(err), None, True
+            except BaseException:                  # cancelled: a half-open trial is let go
+                self.router.abandon(ep, route)
+                raise
+            else:
+                self.router.answered(ep, route)
+                return text, pt, ct, attempts, ep
+            finally:
+                ep.pending -= 1
             # decided outside the except clauses: no exception raised here carries the openai
             # error (and the server's unredacted body) as its context
+            retryable = not final and (status is None or status in (408, 409, 429) or status >= 500)
+            if not retryable:                      # the server answered: it is up
+                self.router.answered(ep, route)
             if status in _AUTH_STATUSES:
-                self._fatal = (LLMAuthError, self._auth_message(status, detail), status)
+                self._fatal = (LLMAuthError, self._auth_message(status, detail, ep), status, ep.base_url)
                 raise self._fatal_exception()
             if status == 404:
-                self._fatal = (LLMModelError, self._not_found_message(detail), status)
+                self._fatal = (LLMModelError, self._not_found_message(detail, ep), status, ep.base_url)
                 raise self._fatal_exception()
-            if status is not None and mode != "prompt" and schema is not None and _format_rejected(status, detail):
-                raise _FormatRejected(detail)
-            retryable = not final and (status is None or status in (408, 409, 429) or status >= 500)
-            if not retryable or attempts > self.max_retries:
-                raise _failed(f"{detail} (after {attempts} attempt(s))", attempts)
+            if status is not None and ep.mode not in (None, "prompt") and schema is not None \
+                    and _format_rejected(status, detail):
+                raise _failed(f"the server rejected response_format {ep.mode!r}: {detail}", attempts, ep)
+            if retryable:
+                self.router.failed(ep, route, detail)
+                if self.router.failover(ep, route, detail) is not None:
+                    failovers += 1
+                    continue
+            if not retryable or attempts - failovers > self.max_retries:
+                raise _failed(f"{detail} (after {attempts} attempt(s))", attempts, ep)
             if delay is not None and delay > self.max_retry_wait:     # say so rather than stall the run
                 raise _failed(f"{detail}: the server asked to wait {delay:g} s before retrying (Retry-After), "
                               f"more than max_retry_wait={self.max_retry_wait:g} s; not retried "
-                              f"(after {attempts} attempt(s))", attempts)
+                              f"(after {attempts} attempt(s))", attempts, ep)
             if delay is None:
-                delay = min(self.max_backoff, self.backoff * 2 ** (attempts - 1))
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempts - failovers - 1))
                 delay *= 0.5 + self._jitter.random()
             await asyncio.sleep(delay)
 
-    def _auth_message(self, status: int, detail: str) -> str:
+    def _where(self, ep: EndpointState) -> str:
+        named = f" (endpoint {ep.name})" if len(self.router.states) > 1 else ""
+        return f"the LLM server at {ep.base_url}{named}"
+
+    def _auth_message(self, status: int, detail: str, ep: EndpointState) -> str:
         what = "refused the API key" if status == 401 else "refused access with this API key"
-        return (f"the LLM server at {self.base_url} {what} ({detail}): check the API key "
+        return (f"{self._where(ep)} {what} ({detail}): check the API key "
                 "(llm.api_key_env, default OPENAI_API_KEY, or llm.api_key); the run stops here "
                 "instead of falling back on every request")
 
-    def _not_found_message(self, detail: str) -> str:
-        what = (f"does not serve the model {self.model!r}" if "model" in detail.lower()
+    def _not_found_message(self, detail: str, ep: EndpointState) -> str:
+        what = (f"does not serve the model {ep.model!r}" if "model" in detail.lower()
                 else "answered 404 Not Found to a chat completion")
         hint = ("check llm.model (the server's /v1/models lists what it serves)" if "model" in detail.lower()
                 else "check llm.base_url (an OpenAI-compatible server's usually ends in /v1) and llm.model")
-        return (f"the LLM server at {self.base_url} {what} ({detail}): {hint}; the run stops here instead of "
-                "falling back on every request")
+        return f"{self._where(ep)} {what} ({detail}): {hint}; the run stops here instead of falling back on every request"
 
     def _describe(self, err) -> str:
         body = err.body
@@ -517,13 +583,13 @@ class LLMClient:
                 body = body.get("message", body.get("detail", body))
         return f"HTTP {err.status_code}: {self._clean(body if body is not None else err.message)}"
 
-    async def _post(self, messages, schema, name, max_tokens, mode):
+    async def _post(self, ep: EndpointState, messages, schema, name, max_tokens, mode, seed):
         import openai
 
-        kwargs: dict = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
+        kwargs: dict = {"model": ep.model, "messages": list(messages), "temperature": self.temperature,
                         "max_tokens": max_tokens}
-        if self.seed is not None:
-            kwargs["seed"] = self.seed
+        if seed is not None:
+            kwargs["seed"] = seed
         if schema is not None and mode == "json_schema":
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": name, "schema": schema, "strict": self.strict_schema}}
@@ -535,14 +601,17 @@ class LLMClient:
             kwargs["messages"][-1] = last
         kwargs.update(self.extra_body)
         unreadable = late = None
-        async with self._sem:
+        async with ep.sem, self._sem:          # the endpoint's limit, then the client's
+            if self._fatal is not None:        # refused while this request waited: send nothing
+                raise self._fatal_exception()
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+            ep.begin()
             try:
                 # the client's documented low-level post: our body is plain JSON already, and the
                 # typed create() would spend ~1 ms per request re-walking messages and schema.
                 # httpx's timeout bounds each read; the whole attempt gets ``timeout`` in all
-                response = await _within(self.timeout, self._api.post("/chat/completions", body=kwargs, cast_to=dict))
+                response = await _within(self.timeout, ep.api.post("/chat/completions", body=kwargs, cast_to=dict))
             except (openai.APIStatusError, openai.APIConnectionError, _ReplyTooLarge):
                 raise
             except asyncio.TimeoutError:
@@ -551,6 +620,7 @@ class LLMClient:
                 unreadable = f"{type(err).__name__}: {err}"
             finally:
                 self._in_flight -= 1
+                ep.end()
         if late is not None:
             raise _Deadline(late)
         if unreadable is not None:
@@ -582,19 +652,12 @@ class LLMClient:
         if not isinstance(message, dict) or not (content is None or isinstance(content, str)):
             raise _BadReply(f"the server's reply has no text in choices[0].message.content: "
                             f"{self._clean(_short(response), 200)}")
-        text = content or ""
-        key = self.__api_key
-        if len(key) >= 8 and key in text:     # a server that echoes the key into the reply itself
-            text = text.replace(key, "***")
+        text = self.router.strip_keys(content or "")     # a server that echoes a key into the reply itself
         if not encodable(text):
             raise _BadReply("the server's reply text cannot be encoded as UTF-8 (it holds a lone "
                             "surrogate such as \\ud800)")
         usage = response.get("usage")
         return text, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
-
-
-class _FormatRejected(Exception):
-    pass
 
 
 class _BadReply(Exception):
@@ -653,9 +716,9 @@ class _CappedStream:
         await self._stream.aclose()
 
 
-def _failed(message: str, attempts: int) -> LLMError:
+def _failed(message: str, attempts: int, ep: EndpointState) -> LLMError:
     err = LLMError(message)
-    err.attempts = attempts
+    err.attempts, err.endpoint = attempts, ep.name
     return err
 
 

@@ -7,21 +7,26 @@ evaluation's LLM agents, the agents' demo) sets up its client here::
         ...
     with open_client(None, n_ctx=4096, server_log=out / "llm_server.log") as client:   # embedded
         ...
+    with open_client(endpoints=[{"base_url": url_a, "model": "m"}, {"base_url": url_b, "model": "m"}]) as client:
+        ...
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from socialgym.llm.client import LLMClient
 from socialgym.llm.local import local_server
+from socialgym.llm.router import Endpoint, as_endpoints
 
 
 @contextlib.contextmanager
 def open_client(base_url: str | None = None, model: str | None = None, *, api_key: str | None = None,
                 api_key_env: str | None = None, n_ctx: int = 4096, server_log: str | os.PathLike | None = None,
+                endpoints: Sequence[Endpoint | Mapping[str, Any]] | None = None,
                 **settings: Any) -> Iterator[LLMClient]:
     """An :class:`LLMClient` on the OpenAI-compatible server at ``base_url``, or — ``base_url``
     None — on the embedded model, served by :func:`local_server` (``n_ctx``, its log in
@@ -32,7 +37,21 @@ def open_client(base_url: str | None = None, model: str | None = None, *, api_ke
     client's own ``OPENAI_API_KEY`` fallback); the embedded model uses its server's random key,
     and ``model`` defaults to its alias. ``settings`` are the client's other keywords
     (``max_concurrency``, ``temperature``, ``cache`` ...); ``local`` is set here, true exactly for
-    the embedded model (small: policies plan under a schema and write texts plainly)."""
+    the embedded model (small: policies plan under a schema and write texts plainly).
+
+    ``endpoints`` (``Endpoint``s or mappings with its field names): several servers instead of
+    ``base_url`` and ``model``, which must then be None. An endpoint with neither ``api_key``
+    nor ``api_key_env`` takes ``api_key``, else ``api_key_env``, from here."""
+    if endpoints is not None:
+        if base_url is not None or model is not None:
+            raise ValueError("give either endpoints or base_url/model, not both (each endpoint names its "
+                             "base_url and model)")
+        endpoints = [e if e.api_key is not None or e.api_key_env is not None
+                     else dataclasses.replace(e, api_key=api_key, api_key_env=api_key_env)
+                     for e in as_endpoints(endpoints)]
+        with LLMClient(endpoints=endpoints, local=False, **settings) as client:
+            yield client
+        return
     with contextlib.ExitStack() as stack:
         if base_url is None:
             server = stack.enter_context(local_server(n_ctx=n_ctx, log_path=server_log))

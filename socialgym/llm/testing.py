@@ -11,12 +11,21 @@ the peak number of requests in flight at once and how many body bytes it got out
     with FakeServer(latency=0.2) as server:
         client = LLMClient(server.base_url, model="fake", api_key="test")
 
+``deterministic=True`` makes the default reply a pure function of the request (its messages,
+schema, seed and max_tokens), through a ``random.Random`` seeded by a SHA-256 of their canonical
+JSON: equal requests get byte-equal replies from any number of servers, in any order (a text
+request gets a short English sentence picked that way). ``kill()`` stops listening and drops
+every open connection at once, from any thread: requests in flight see a connection error, and
+later ones are refused; ``kill_after=n`` makes the server kill itself when its n-th request
+arrives (that request is dropped too). Several of them stand for a pool of servers, one dying.
+
 Real network code, real HTTP: the openai client cannot tell it from a real server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import threading
@@ -26,6 +35,10 @@ from typing import Any, Callable
 
 _WORDS = ("great point", "I agree", "interesting", "not sure about this", "thanks for sharing",
           "what do you think", "love this", "good question")
+_SENTENCES = ("That is a fair point, and I had not thought of it.", "I read the whole thread and mostly agree.",
+              "The numbers here look off to me.", "Thanks for sharing this with everyone.",
+              "I would like to see a source for that claim.", "This changed my mind a little.",
+              "We keep coming back to the same question.", "Good news for the neighbourhood, I think.")
 
 
 _DEFAULT = object()
@@ -71,6 +84,14 @@ def schema_of(body: dict) -> dict | None:
     return fmt.get("schema")
 
 
+def request_rng(body: dict) -> random.Random:
+    """A generator seeded by the request's messages, schema, seed and max_tokens alone."""
+    fields = {"messages": body.get("messages"), "schema": schema_of(body), "seed": body.get("seed"),
+              "max_tokens": body.get("max_tokens")}
+    blob = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return random.Random(int.from_bytes(hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest()[:8], "big"))
+
+
 def sample_schema(schema: dict, rng: random.Random) -> Any:
     """A random instance of the subset of JSON schema the LLM layer emits."""
     if "anyOf" in schema:
@@ -98,7 +119,9 @@ def sample_schema(schema: dict, rng: random.Random) -> Any:
 
 
 class FakeServer:
-    """``responder(body, n) -> str | FakeReply | None`` (None: a schema-valid random reply).
+    """``responder(body, n) -> str | FakeReply | None`` (None: a schema-valid random reply;
+    with ``deterministic``, one that depends on the request alone). ``kill_after``: see the
+    module docstring.
 
     One asyncio loop in a daemon thread speaks HTTP/1.1 with keep-alive; latency is an
     ``asyncio.sleep``, so a thousand slow requests cost no threads and the server adds little
@@ -107,8 +130,14 @@ class FakeServer:
     """
 
     def __init__(self, responder: Callable[[dict, int], Any] | None = None, *, latency: float = 0.0,
-                 seed: int = 0, reject_json_schema: bool = False, model: str = "fake-model") -> None:
+                 seed: int = 0, reject_json_schema: bool = False, model: str = "fake-model",
+                 deterministic: bool = False, kill_after: int | None = None) -> None:
+        if kill_after is not None and (isinstance(kill_after, bool) or not isinstance(kill_after, int) or kill_after < 1):
+            raise ValueError(f"kill_after must be an integer >= 1 or None, got {kill_after!r}")
         self.responder = responder
+        self.deterministic = deterministic
+        self.kill_after = kill_after
+        self.killed = False
         self.latency = latency
         self.reject_json_schema = reject_json_schema
         self.model = model
@@ -123,6 +152,7 @@ class FakeServer:
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}
 
     @property
     def base_url(self) -> str:
@@ -145,6 +175,30 @@ class FakeServer:
         self._server = started.result(10)
         self._address = self._server.sockets[0].getsockname()[:2]
 
+    def kill(self) -> None:
+        """Stop listening and drop every open connection now (from any thread)."""
+        if self._loop is None or self.killed:
+            return
+        if threading.current_thread() is self._thread:
+            self._kill_now()
+            return
+        done = threading.Event()
+
+        def kill_and_tell() -> None:
+            self._kill_now()
+            done.set()
+
+        self._loop.call_soon_threadsafe(kill_and_tell)
+        done.wait(10)
+
+    def _kill_now(self) -> None:
+        self.killed = True
+        self._server.close()
+        for task, writer in list(self._connections.items()):
+            writer.transport.abort()          # a reset, not a polite close
+            if task is not asyncio.current_task():     # (the killing request returns by itself)
+                task.cancel()
+
     def stop(self) -> None:
         if self._loop is None:
             return
@@ -159,6 +213,11 @@ class FakeServer:
         self._loop = None
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.killed:
+            writer.transport.abort()
+            return
+        task = asyncio.current_task()
+        self._connections[task] = writer
         try:
             while True:                                   # keep-alive: one request after another
                 try:
@@ -196,9 +255,10 @@ class FakeServer:
                 await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     return
-        except (ConnectionError, asyncio.CancelledError):    # the client timed out and left, or stop()
+        except (ConnectionError, asyncio.CancelledError):    # the client timed out and left, stop() or kill()
             return
         finally:
+            self._connections.pop(task, None)
             writer.close()
 
     async def _send_body(self, writer: asyncio.StreamWriter, data: bytes, reply: FakeReply) -> None:
@@ -218,6 +278,9 @@ class FakeServer:
         n = len(self.requests)
         self.requests.append(body)
         self.headers.append(headers)
+        if self.kill_after is not None and n + 1 >= self.kill_after:
+            self._kill_now()
+            raise ConnectionResetError("the fake server was killed")
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
@@ -248,7 +311,10 @@ class FakeServer:
         if reply.status != 200:
             return reply.status, {"error": {"message": reply.error, "type": "scripted"}}, reply.headers, reply
         content = reply.content
-        if content is None:
+        if content is None and self.deterministic:
+            rng, schema = request_rng(body), schema_of(body)
+            content = json.dumps(sample_schema(schema, rng)) if schema else rng.choice(_SENTENCES)
+        elif content is None:
             schema = schema_of(body)
             content = json.dumps(sample_schema(schema, self._rng)) if schema else "hello"
         self.replies[n] = content

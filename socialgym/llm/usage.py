@@ -10,7 +10,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Call:
-    """One logical request: its HTTP attempts, repairs and outcome."""
+    """One logical request: its HTTP attempts, repairs and outcome. ``model`` is the model that
+    answered (a cached or failed request: the agent's pool's model name(s), as in the cache key),
+    ``endpoint`` the name of the endpoint that answered (or was tried last; None when cached).
+    Both default to None, so records pickled before they existed still load."""
 
     agent: str | None
     round: int | None
@@ -22,6 +25,8 @@ class Call:
     attempts: int         # HTTP attempts (1 + transport retries); 0 when cached
     ok: bool              # a reply arrived (it may still have failed validation)
     error: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,12 @@ class Usage:
 
     def by_purpose(self) -> dict:
         return self._group(lambda c: c.purpose)
+
+    def by_model(self) -> dict:
+        return self._group(lambda c: c.model)
+
+    def by_endpoint(self) -> dict:
+        return self._group(lambda c: c.endpoint)
 
     def by_agent_round(self) -> dict:
         return self._group(lambda c: (c.agent, c.round))
