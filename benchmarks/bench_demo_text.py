@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _docs import write_section  # noqa: E402
+
+
+FUNCTION_WORDS = frozenset("""a about above after again all also am an and any are as at be been before being but by
+can could did do does doing for from had has have having he her here hers him his how i if in into is it its just
+me more most my no not now of on once only or other our ours out over own same she should so some such than that
+the their theirs them then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours yourself really like get one make much many well""".split())
+"""Words that carry no content: a comment "shares a content word" with its post when they have a
+word of at least three letters in common that is not one of these."""
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z']{3,}", text.lower().replace("’", "'")) if w not in FUNCTION_WORDS}
+
+
+def answering(events: list[dict]) -> dict:
+    """Of the comments on a post with a text, how many share a content word with that post."""
+    by_id = {e["id"]: e for e in events if e["kind"] in ("POST", "COM", "DM")}
+    pairs = [(e["text"], by_id[e["target_id"]]["text"]) for e in events if e["kind"] == "COM" and e["text"]
+             and e.get("target_id") in by_id and by_id[e["target_id"]]["text"]]
+    shared = sum(bool(content_words(c) & content_words(p)) for c, p in pairs)
+    return {"comments_on_texts": len(pairs), "comments_sharing_a_content_word": shared}
 
 
 def measure(run_dir: Path, seconds: float | None) -> dict:
@@ -34,6 +57,7 @@ def measure(run_dir: Path, seconds: float | None) -> dict:
     llm = summary["llm"]
     agent_rounds = summary["n_agents"] * summary["rounds_completed"]
     examples = [e["text"] for e in events if e["kind"] in ("POST", "COM", "DM") and e["round"] == 4][:3]
+    opening = sum(t.startswith("@") for t in texts)
     return {"wall_seconds": round(seconds, 1) if seconds is not None else None, "run_seconds": summary["seconds"],
             "texts": quality["texts"], "english_like": quality["english_like"],
             "english_share": round(quality["share"], 3), "median_word_share": round(quality["median_word_share"], 3),
@@ -41,6 +65,8 @@ def measure(run_dir: Path, seconds: float | None) -> dict:
             "prompt_tokens_per_agent_round": round(llm["prompt_tokens"] / agent_rounds, 1),
             "completion_tokens_per_agent_round": round(llm["completion_tokens"] / agent_rounds, 1),
             "fallbacks": llm["fallbacks"], "repairs": llm["repairs"], "examples": examples,
+            "distinct_texts": len(set(texts)), "texts_opening_with_a_mention": opening,
+            **answering(events),
             "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores"}
 
 
@@ -50,6 +76,10 @@ def markdown(m: dict) -> str:
             ("time of the run itself (summary.json)", f"{m['run_seconds']:.0f} s"),
             ("texts (POST, COM, DM)", m["texts"]),
             ("English-like texts", f"{m['english_like']} ({100 * m['english_share']:.1f} %)"),
+            ("distinct texts", f"{m['distinct_texts']} ({100 * m['distinct_texts'] / max(1, m['texts']):.1f} %)"),
+            ("texts opening with an @mention", m["texts_opening_with_a_mention"]),
+            ("comments sharing a content word with the post they answer",
+             f"{m['comments_sharing_a_content_word']} of {m['comments_on_texts']}"),
             ("median share of English words per text", f"{100 * m['median_word_share']:.0f} %"),
             ("requests per agent-round", m["requests_per_agent_round"]),
             ("prompt tokens per agent-round (SmolLM2 tokenizer)", f"{m['prompt_tokens_per_agent_round']:,.0f}"),

@@ -97,7 +97,7 @@ def test_view_shows_recent_verbatim_then_peers_and_stances():
     mem.record_stance(2, "strongly supports")
     mem.record_stance(3, "supports")
     block = mem.prompt_block()
-    assert block == ("Earlier, by peer: ann: you->them 1, them->you 0, topics energy, last (round 1): you DM: first\n"
+    assert block == ("Earlier, by peer: ann: sent 1, got 0, topics energy, last (round 1): you DM: first\n"
                      "Your stance after each round: r2 strongly supports; r3 supports\n"
                      "Recent exchanges: r1 bob sent you a DM [food]: second | r2 you posted [climate]: third\n")
 
@@ -131,11 +131,11 @@ def test_relationship_counts_and_lines():
     assert (rel["peer_b"].sent, rel["peer_b"].received, rel["peer_b"].likes_given, rel["peer_b"].dislikes_given) \
         == (1, 1, 1, 1)
     assert (rel["peer_c"].sent, rel["peer_c"].received) == (1, 0)
-    assert rel["peer_b"].brief() == "you->them 1, them->you 1, you liked 1/disliked 1"
-    assert mem.relationship_line("peer_b") == "you->them 1, them->you 1, you liked 1/disliked 1, topics u, " \
+    assert rel["peer_b"].brief() == "sent 1, got 1, liked 1, disliked 1"
+    assert mem.relationship_line("peer_b") == "sent 1, got 1, liked 1, disliked 1, topics u, " \
                                               "last (round 3): you COM: yes"
     assert mem.relationship_line("nobody") == "no history"
-    assert mem.last_actions == ["DM to peer_a on t (neutral)", "COM to peer_b on the post topic (neutral)", "NOT"]
+    assert mem.last_actions == ["DM to peer_a on t (neutral)", "COM to peer_b (neutral)", "NOT"]
 
 
 def test_bad_memory_settings_name_the_field():

@@ -349,7 +349,8 @@ def test_mentions_are_literal_and_parsed():
     with FakeServer(responder) as server, LLMClient(server.base_url, "fake", api_key=KEY) as client:
         _, env, trace = run_episode(client, rounds=1)
         a0 = trace[0]["agent_0"]["actions"]
-        assert a0[0]["text"].startswith("@") and a0[0]["mentions"] == [a0[0]["text"].split()[0][1:]]
+        # the planned mention is written literally, at the end (the text does not use the person's name)
+        assert a0[0]["text"] == f"hello all @{a0[0]['mentions'][0]}" and len(a0[0]["mentions"]) == 1
         assert len(a0[1]["mentions"]) == 1 and "nobody" not in a0[1]["mentions"]
         assert a0[2]["mentions"] == []
 

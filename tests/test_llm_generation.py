@@ -10,6 +10,7 @@ carries every element of the core paper's App. A Plan prompt.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -19,6 +20,7 @@ pytest.importorskip("openai")
 
 import socialgym  # noqa: E402
 from socialgym.agents import Coach, LLMPolicy, generate_personas  # noqa: E402
+from socialgym.agents.llm_policy import list_users, place_mention  # noqa: E402
 from socialgym.llm import LLMClient  # noqa: E402
 from socialgym.llm.testing import FakeReply, FakeServer, schema_of  # noqa: E402
 
@@ -67,9 +69,10 @@ def test_split_sends_one_text_request_per_post_com_dm_and_none_for_not_or_votes(
         # plans carry no free text: every string field of the plan schema is an enum or a topic pattern
         plan_schema = schema_of(next(b for b in server.requests if purpose(b) == "actions"))
         assert '"text"' not in json.dumps(plan_schema)
-        # votes are JSON; every public/private text is the cleaned plain reply (+ a planned @mention)
+        # votes are JSON; every public/private text is the cleaned plain reply (+ a planned @mention,
+        # at the end: the reply does not use the mentioned person's name)
         for e in created:
-            assert e["text"].endswith(CLEANED), e["text"]
+            assert e["text"] == CLEANED or e["text"] in {f"{CLEANED} @{m}" for m in e["mentions"]}, e["text"]
         assert client.usage.fallbacks == []
         by_purpose = client.usage.by_purpose()
         assert by_purpose["write"]["requests"] == acted
@@ -87,9 +90,9 @@ def test_split_text_request_carries_persona_and_the_action():
         for body in texts:
             system, user = body["messages"]
             assert system["role"] == "system" and system["content"].startswith("You are ")
-            assert "One or two sentences." in user["content"] and user["content"].startswith(
-                ("Write a public post about", "Write a private message to")) or " posted: " in user["content"] \
-                or " sent you a private message: " in user["content"]
+            assert "One or two sentences" in user["content"]
+            assert any(w in user["content"] for w in ("Write a new public post about", "Write a private message to",
+                                                      " posted: ", " sent you a private message: "))
         personas = {p.name for p in policy.personas.values()}
         assert {b["messages"][0]["content"].split(",")[0][len("You are "):] for b in texts} <= personas
 
@@ -221,28 +224,26 @@ def _round2_plan(coached: bool, **kwargs):
 def test_plan_prompt_carries_every_element_of_the_papers_plan_prompt():
     plans, _, tips, policy = _round2_plan(coached=True)
     system, user = plans[0]["messages"][0]["content"], plans[0]["messages"][1]["content"]
-    assert "exactly 3 actions" in system and "build up from round to round" in system        # game, N
-    assert "Draw on what you remember of earlier exchanges and relationships" in system       # memory use
+    assert "exactly 3 actions" in system and "build relationships over the rounds" in system  # game, N
+    assert "use what you remember" in system                                                 # memory use
     assert "Your best round so far: round 1, score " in user and "when you did: " in user     # best round
-    assert "Your sole aim is to raise the parts you care about" in system                    # "only goal"
+    assert "Your sole aim: raise your score" in system                                       # "only goal"
     assert "Your weights: SOC " in system                                                    # proportions
     for name in ("SOC (social interaction)", "INF (information)", "PRE (self-presentation)",
                  "COORD (coordination)", "EMO (emotional support)"):
         assert name in system                                                                # reward docs
     assert "weights λ that sum to 1" in system                                               # combination
-    rules = system.split("Rules that follow from the rewards")[1]
-    for rule in ("- COORD:", "- SOC:", "- INF:", "- PRE:", "- EMO:"):                         # five rules
-        assert rule in rules
-    assert "end it with a clear question" in rules and "supportive tone" in rules
+    for rule in ("Answer who wrote to you", "Pick topics you have not met lately",            # five rules
+                 "end with a question", "Set mention to a listed user", "A supportive tone brings it"):
+        assert rule in system
     assert "Coach's tips: " + " ".join(tips) in user                                         # the tip
     for key in ('"type"', '"topic"', '"target_id"', '"recipient"', '"mention"', '"tone"'):   # keys
-        assert key in system
-    assert "A DM either answers a listed DM" in system and "opens a conversation" in system  # DM modes
-    assert "you may start topics nobody has used yet" in system                              # new topics
-    assert "Your actions last round: " in user and "Your scores last round: SOC " in user    # last round
+        assert key in user
+    assert "the listed DM it answers, or null to open a conversation" in user                # DM modes
+    assert "Topics may be new." in user                                                      # new topics
+    assert "Your actions last round: " in user and "Scores: SOC " in user                    # last round
     assert "Users you can interact with: " in user and "Topics known so far" in user
     assert "DMs sent to you last round" in user and "Posts you can comment on" in user
-    assert "answering people helps SOC, mentions help COORD and a supportive tone helps EMO" in user
     uncoached = [b for b in plans if "Coach's tips" not in b["messages"][1]["content"]]
     assert uncoached == [] and len(plans) == 5                                              # all coached
     assert policy.tips["agent_0"] == tips                                                   # read from the lines
@@ -270,7 +271,26 @@ def test_cut_lists_say_how_many_were_left_out():
     assert "Users you can interact with: " in user and "(2 more users not listed)" in user   # 4 peers, 2 shown
     assert "(3 more posts not listed)" in user                                               # feed 4, 1 shown
     assert "more topics not listed)" in user
-    full, _, _, _ = _round2_plan(coached=False)
-    assert "not listed" not in full[0]["messages"][1]["content"]                             # defaults: all
+    full, _, _, _ = _round2_plan(coached=False, max_topics=None)
+    assert "not listed" not in full[0]["messages"][1]["content"]                             # uncut: all
     users = full[0]["messages"][1]["content"].split("Users you can interact with: ")[1].split("\n")[0]
-    assert len(users.split(", ")) == 4
+    # 4 peers of agent_0..agent_4, as a range without the planning agent
+    assert re.fullmatch(r"agent_\d to agent_\d( except agent_\d)?", users), users
+
+
+def test_users_are_listed_as_a_range_when_they_are_numbered():
+    assert list_users([f"agent_{i}" for i in range(20) if i != 7]) == "agent_0 to agent_19 except agent_7"
+    assert list_users([f"agent_{i}" for i in range(1, 20)]) == "agent_1 to agent_19"
+    assert list_users(["agent_0", "agent_2", "agent_4", "agent_5"]) == "agent_0, agent_2, agent_4, agent_5"  # 2 gaps
+    assert list_users(["ann", "bob", "cy", "dee"]) == "ann, bob, cy, dee"
+    assert list_users(["agent_1", "agent_2"]) == "agent_1, agent_2"                       # too short for a range
+    assert list_users(["agent_01", "agent_2", "agent_3", "agent_4"]) == "agent_01, agent_2, agent_3, agent_4"
+    assert list_users([]) == "none"
+
+
+def test_a_mention_takes_the_place_of_the_name_or_goes_at_the_end():
+    assert place_mention("Thanks Chloe Silva, good point!", "agent_5", "Chloe Silva") == "Thanks @agent_5, good point!"
+    assert place_mention("Chloe, what do you think?", "agent_5", "Chloe Silva") == "@agent_5, what do you think?"
+    assert place_mention("Solar is cheap now.", "agent_5", "Chloe Silva") == "Solar is cheap now. @agent_5"
+    assert place_mention("Chloesque ideas.", "agent_5", "Chloe Silva") == "Chloesque ideas. @agent_5"   # whole words
+    assert place_mention("", "agent_5", "Chloe Silva") == "@agent_5"

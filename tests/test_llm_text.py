@@ -19,6 +19,11 @@ import pytest
     ("'Tis the season, isn't it?", "'Tis the season, isn't it?"),              # a leading apostrophe
     ('"Climate change is real," she said.', '"Climate change is real," she said.'),   # a quoted phrase
     ("Hey @someone, how are you?", "Hey, how are you?"),
+    ("Dear Ani,\n\nI hope you are well. More here.", "Dear Ani, I hope you are well. More here."),  # a greeting
+    ("Hi there\n\nSolar is cheap now.", "Hi there, Solar is cheap now."),
+    ("Done.\n\nSecond paragraph.", "Done."),                                 # a sentence is no greeting
+    ("A: Solar is cheap now.", "Solar is cheap now."),                         # a bare answer label
+    ("Ana: Solar is cheap now.", "Ana: Solar is cheap now."),                  # a name is no label
 ])
 def test_clean_text_cases(raw, expected):
     from socialgym.llm.text import clean_text

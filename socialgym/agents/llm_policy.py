@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -64,6 +65,37 @@ TOKEN_PARAMS = ("plan_tokens", "vote_tokens", "text_tokens")
 MAX_REPLY_TOKENS = 1_000_000
 """Largest ``plan_tokens`` / ``vote_tokens`` / ``text_tokens`` (None: sized from the request)."""
 VIEW_CAPS = ("max_users", "max_posts", "max_dms", "max_vote_items", "max_topics")
+OWN_POSTS_SHOWN = 2
+"""A POST's text request quotes the agent's latest posts, at most this many."""
+CONVERSATION_SHOWN = 3
+"""A DM's text request quotes the latest messages with its recipient, at most this many."""
+SEEN_ITEMS_KEPT = 5_000
+"""Items (author, text) kept for the thread heads of comments on comments."""
+
+
+def list_users(users: Sequence[str]) -> str:
+    """The users one may address, as a range ("agent_0 to agent_19 except agent_4") when they are
+    numbered names of one prefix with at most one gap, else listed."""
+    found = [re.fullmatch(r"(.*?)(\d+)", u) for u in users]
+    if len(users) < 4 or not all(found) or len({m.group(1) for m in found}) > 1 \
+            or any(m.group(2) != str(int(m.group(2))) for m in found):
+        return ", ".join(users) or "none"
+    prefix, numbers = found[0].group(1), sorted(int(m.group(2)) for m in found)
+    gaps = sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers))
+    if len(gaps) > 1 or len(numbers) != len(users):
+        return ", ".join(users)
+    return f"{prefix}{numbers[0]} to {prefix}{numbers[-1]}" + (f" except {prefix}{gaps[0]}" if gaps else "")
+
+
+def place_mention(text: str, handle: str, name: str) -> str:
+    """``text`` with the @``handle`` where a person would put it: in place of the first use of
+    the mentioned person's name (full, else first name), else at the end."""
+    for said in dict.fromkeys((name, name.split()[0] if name.split() else name)):
+        if said and said != handle:
+            found = re.search(rf"(?<![\w@]){re.escape(said)}(?!\w)", text)
+            if found:
+                return f"{text[:found.start()]}@{handle}{text[found.end():]}"
+    return f"{text} @{handle}".strip()
 
 
 def _cut(items: Sequence, cap: int | None) -> tuple[list, int]:
@@ -106,7 +138,7 @@ class LLMPolicy:
                  coach: Coach | None = None, *, coached: bool | Iterable[str] | Callable[[str], bool] = True,
                  prompts: PromptSet | None = None, generation: str = "auto", schema_ids: str = "auto",
                  max_users: int | None = None, max_posts: int | None = None, max_dms: int | None = None,
-                 max_vote_items: int | None = None, max_topics: int | None = 20, item_chars: int = 100,
+                 max_vote_items: int | None = None, max_topics: int | None = 12, item_chars: int = 40,
                  text_chars: int = 200, new_topics: bool = True, memory: Mapping[str, Any] | None = None,
                  seed: int = 0, plan_tokens: int | None = None, vote_tokens: int | None = None,
                  text_tokens: int | None = None) -> None:
@@ -133,6 +165,7 @@ class LLMPolicy:
         self.personas: dict[str, Persona] = {}
         self.memories: dict[str, AgentMemory] = {}
         self.tips: dict[str, list[str]] = {}           # the last tips each coached agent got
+        self._seen: dict[int, tuple[str, str]] = {}    # item id -> (author, text), for thread heads
         self.rng = np.random.default_rng(seed)
 
     @classmethod
@@ -168,6 +201,9 @@ class LLMPolicy:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "client": None}
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({"_seen": {}, **state})     # checkpoints written before thread heads
+
     # ------------------------------------------------------------------ modes
     @property
     def generation_mode(self) -> str:
@@ -199,6 +235,7 @@ class LLMPolicy:
         """Forget memories (personas stay)."""
         self.memories = {a: AgentMemory(**self.memory_kwargs) for a in self.memories}
         self.tips.clear()
+        self._seen.clear()
         self.rng = np.random.default_rng(self.seed)
 
     @property
@@ -257,18 +294,17 @@ class LLMPolicy:
                                    stance=p.stance, style=p.style, personality=p.personality())
 
     def system_prompt(self, agent: str, obs: dict) -> str:
-        """Game rules and reward definitions (the same for every agent), then the agent's persona
-        and weights: the system message of the plan and vote requests, unchanged from round to
-        round while the agent's weights stay the same."""
+        """The system message of the plan and vote requests: the game and the five reward parts
+        in plain words (the same for every agent, so a server's prefix cache shares them across
+        agents), then the agent's persona and weights (the same every round while its weights
+        stay). The reply formats are in the user messages."""
         pr, lambdas = self.prompts, obs["lambdas"]
         active = [c for c in REWARD_NAMES if lambdas.get(c, 0) > 0]
-        game = pr.render("game", n_actions=obs["n_actions"],
-                         text_rule=pr.render("text_rule") if self.generation_mode == "joint" else "",
-                         topic_rule=pr.render("topic_rule_open" if self.new_topics else "topic_rule_closed"))
-        rewards = pr.render("rewards", reward_docs="\n".join(f"- {pr.reward_docs[c]}" for c in active))
+        game = pr.render("game", n_actions=obs["n_actions"])
+        rewards = pr.render("rewards", reward_docs="\n".join(f"- {pr.reward_docs[c]}" for c in REWARD_NAMES))
         goal = pr.render("goal", active_comps=", ".join(active) or "none",
                          active_weights=", ".join(f"{c} {lambdas[c]:.2f}" for c in active) or "none")
-        return f"{game}\n\n{rewards}\n\n{self.persona_block(agent)}\n{goal}"
+        return f"{game}\n{rewards}\n{self.persona_block(agent)}\n{goal}"
 
     def _users_shown(self, agent: str, obs: dict) -> tuple[list[str], int]:
         """Peers listed in the prompt and how many were left out. All of them unless ``max_users``
@@ -311,13 +347,16 @@ class LLMPolicy:
         if cuts["posts"]:
             post_lines += f"\n- ({cuts['posts']} more posts not listed)"
         user = pr.render(
-            "plan_user", users=(", ".join(ctx.users) or "none") + _left_out(cuts["users"], "users"),
+            "plan_user", users=list_users(ctx.users) + _left_out(cuts["users"], "users"),
             best=mem.best_line(), memory=mem.prompt_block(), round=obs["round"],
             last_actions="; ".join(mem.last_actions) or "none", last_rewards=last_line,
             tip=("Coach's tips: " + " ".join(tip) + "\n") if tip else "",
             topics=", ".join(topics) + _left_out(topics_cut, "topics"), dms=dm_lines, posts=post_lines,
-            topics_note=" (you may add new ones)" if self.new_topics else " (choose one of these)",
+            topics_note="" if self.new_topics else " (choose one)",
             n_actions=ctx.n_actions,
+            format=pr.render("plan_format", n_actions=ctx.n_actions,
+                             text_rule=pr.render("text_rule") if self.generation_mode == "joint" else "",
+                             topic_rule=pr.render("topic_rule_open" if self.new_topics else "topic_rule_closed")),
             round_rule=" This is round 1: every action must be a POST." if ctx.post_only else "")
         return [{"role": "system", "content": self.system_prompt(agent, obs)}, {"role": "user", "content": user}]
 
@@ -325,6 +364,7 @@ class LLMPolicy:
     async def _plan(self, agent: str, obs: dict) -> dict:
         mem = self.memories[agent]
         mem.observe(obs)
+        self._remember_items(obs)
         split = self.generation_mode == "split"
         users, users_cut = self._users_shown(agent, obs)
         feed, posts_cut = _cut(obs["feed"], self.max_posts)
@@ -349,7 +389,7 @@ class LLMPolicy:
         reply = await self.client.complete_json(
             self._plan_messages(agent, obs, ctx, tip, feed, dms, cuts), plan_schema(ctx),
             lambda v: check_plan(v, ctx), name="plan", agent=agent, round=obs["round"], purpose="plan",
-            max_tokens=tokens, repair=self.prompts.repair)
+            max_tokens=tokens, repair=self.prompts.repair, seed=self.request_seed(agent, obs["round"], "plan"))
         slots = list(reply.checked.value) if reply.checked is not None else []
         actions = []
         for i in range(ctx.n_actions):
@@ -366,28 +406,76 @@ class LLMPolicy:
         mem.record_actions(obs["round"], env_actions, {it["id"]: it["author"] for it in obs["feed"]})
         return {"actions": env_actions}
 
-    def text_messages(self, agent: str, action: dict, items: Mapping[int, dict]) -> list[dict]:
-        """The plain text request of one planned action: persona, then one short instruction."""
-        pr, kind, tone = self.prompts, action["type"], action["tone"]
+    def text_messages(self, agent: str, obs: dict, action: dict, items: Mapping[int, dict]) -> list[dict]:
+        """The plain text request of one planned action: the persona, then one short instruction
+        with what the text answers (the item answered cut to ``text_chars``, the rest to
+        ``item_chars``): a COM gets the post it replies to
+        and, when that is a comment, the post above it; a DM the recent messages with its
+        recipient (and the DM it answers); a POST the agent's own recent posts, so that it does
+        not repeat itself."""
+        # the item answered is quoted up to text_chars (whole, as a rule); context up to item_chars
+        pr, kind, tone, chars = self.prompts, action["type"], action["tone"], self.text_chars
         target = items.get(action.get("target_id")) if action.get("target_id") is not None else None
+        mention = action.get("mention") if kind in PUBLIC_TYPES else None
+        if mention is not None and target is not None and mention == target["author"]:
+            mention = None             # a comment answers its post's author anyway
+        mention = f" that mentions {self._name(mention)}" if mention else ""
         if kind == "POST":
-            user = pr.render("text_post", topic=action["topic"], tone=tone)
+            user = pr.render("text_post", topic=action["topic"], tone=tone, mention=mention,
+                             recent=self._own_posts(agent))
         elif kind == "COM":
-            user = pr.render("text_comment", author=self._name(target["author"]), tone=tone,
-                             content=clip_text(target["text"], self.item_chars) or f"(a post about {target['topic']})",
-                             topic=action.get("topic") or target["topic"])
+            user = pr.render("text_comment", author=self._name(target["author"]), tone=tone, mention=mention,
+                             content=clip_text(target["text"], chars) or f"(a post about {target['topic']})",
+                             topic=action.get("topic") or target["topic"], thread=self._thread_head(target))
         elif target is not None:       # a DM that answers a DM
             user = pr.render("text_dm_reply", recipient=self._name(action["recipient"]), tone=tone,
-                             content=clip_text(target["text"], self.item_chars) or f"(a message about {target['topic']})")
+                             conversation=self._conversation(agent, action["recipient"], skip=target["text"]),
+                             content=clip_text(target["text"], chars) or f"(a message about {target['topic']})")
         else:
-            user = pr.render("text_dm", recipient=self._name(action["recipient"]), topic=action["topic"], tone=tone)
+            user = pr.render("text_dm", recipient=self._name(action["recipient"]), topic=action["topic"], tone=tone,
+                             conversation=self._conversation(agent, action["recipient"]))
         return [{"role": "system", "content": self.persona_block(agent)}, {"role": "user", "content": user}]
+
+    def _own_posts(self, agent: str) -> str:
+        posts = [i.text for i in self.memories[agent].conversation if i.direction == "out" and i.kind == "POST"
+                 and i.text][-OWN_POSTS_SHOWN:]
+        return ("Your recent posts: " + " | ".join(f'"{clip_text(t, self.item_chars)}"' for t in posts) + "\n"
+                if posts else "")
+
+    def _thread_head(self, target: dict) -> str:
+        head = self._seen.get(target.get("target_id")) if target.get("type") == "COM" else None
+        if head is None:
+            return ""
+        return f'{self._name(head[0])} posted: "{clip_text(head[1], self.item_chars)}"\n'
+
+    def _conversation(self, agent: str, peer: str, skip: str | None = None) -> str:
+        """The latest DMs between the agent and ``peer``, oldest first (without the one answered)."""
+        lines = [i for i in self.memories[agent].conversation
+                 if i.kind == "DM" and i.peer == peer and i.text and not (i.direction == "in" and i.text == skip)]
+        if not lines:
+            return ""
+        said = [f"- {'you' if i.direction == 'out' else self._name(peer)}: \"{clip_text(i.text, self.item_chars)}\""
+                for i in lines[-CONVERSATION_SHOWN:]]
+        return f"Your latest messages with {self._name(peer)}:\n" + "\n".join(said) + "\n"
+
+    def _remember_items(self, obs: dict) -> None:
+        """Keep (author, text) of the items shown, for the post a comment's target answers."""
+        for it in (*obs["feed"], *obs["dms"], *obs.get("vote_items", ())):
+            self._seen[it["id"]] = (it["author"], it["text"])
+        while len(self._seen) > SEEN_ITEMS_KEPT:
+            del self._seen[next(iter(self._seen))]
+
+    def request_seed(self, agent: str, rnd: int, purpose: str, slot: int | None = None) -> int:
+        """The sampling seed of one request: different for every (agent, round, purpose, slot),
+        so equal prompts do not give equal texts, and the same in a rerun with the same seed."""
+        return zlib.crc32(f"{self.seed}|{agent}|{rnd}|{purpose}|{slot}".encode()) & 0x7FFFFFFF
 
     async def _write(self, agent: str, obs: dict, slot: int, action: dict, items: Mapping[int, dict]) -> None:
         reply = await self.client.complete_text(
-            self.text_messages(agent, action, items), clean=lambda raw: clean_text(raw, self.text_chars),
+            self.text_messages(agent, obs, action, items), clean=lambda raw: clean_text(raw, self.text_chars),
             agent=agent, round=obs["round"], purpose="write",
-            max_tokens=self.text_tokens or self.text_chars // 4 + 8)
+            max_tokens=self.text_tokens or self.text_chars // 4 + 8,
+            seed=self.request_seed(agent, obs["round"], "write", slot))
         action["text"] = reply.text
         if not reply.ok:
             self._fallback(agent, obs["round"], "write", slot, reply.error, "empty text (the tone sets the sentiment)")
@@ -408,7 +496,7 @@ class LLMPolicy:
         if kind in PUBLIC_TYPES:
             mention = a.get("mention")
             if mention and f"@{mention}" not in text:       # the plan asked for a literal @mention
-                text = f"@{mention} {text}".strip()
+                text = place_mention(text, mention, self._name(mention))
             users = obs["users"]
             found = [m for m in _MENTION.findall(text) if m != agent and m in users]
             out["mentions"] = list(dict.fromkeys(([mention] if mention else []) + found))
@@ -432,13 +520,14 @@ class LLMPolicy:
                 [system, {"role": "user", "content": pr.render("reflect_user", round=obs["round"], issue=p.issue,
                                                                 stances=stances)}],
                 reflect_schema(STANCES), lambda v: check_stance(v, STANCES), name="reflect", agent=agent,
-                round=obs["round"], purpose="reflect", max_tokens=24, repair=pr.repair)
+                round=obs["round"], purpose="reflect", max_tokens=24, repair=pr.repair,
+                seed=self.request_seed(agent, obs["round"], "reflect"))
             if reply.ok:
                 mem.record_stance(obs["round"], reply.checked.value)
             else:
                 self._fallback(agent, obs["round"], "reflect", None, reply.error, "no stance entry")
             return {"votes": {}}
-        known = [it["author"] in mem.relationships for it in items]
+        known = [it["author"] in mem.relationships and mem.relationships[it["author"]].brief() != "" for it in items]
         lines = "\n".join(f"- {it['id']} {it['author']}: {clip_text(it['text'], self.item_chars) or '(' + it['topic'] + ')'}"
                           + (f" | {mem.relationships[it['author']].brief()}" if k else "") for it, k in zip(items, known))
         if cut:
@@ -452,7 +541,7 @@ class LLMPolicy:
             [system, {"role": "user", "content": user}], vote_schema(ids, STANCES, self.id_mode),
             lambda v: check_vote_reply(v, ids, STANCES), name="votes", agent=agent, round=obs["round"],
             purpose="vote", max_tokens=self.vote_tokens or 32 + (16 if self.id_mode == "validate" else 10) * len(ids),
-            repair=pr.repair)
+            repair=pr.repair, seed=self.request_seed(agent, obs["round"], "vote"))
         votes, stance = reply.checked.value if reply.checked is not None else ({}, None)
         votes = dict(votes)
         if not reply.ok:

@@ -22,7 +22,7 @@ Recency is ``1 / (1 + age in rounds)``; importance is 1 for a DM received, 0.8 f
 a DM sent, 0.6 for a comment, 0.3 for a post. With the defaults (``beta`` 2, ``delta`` 0.2,
 ``forget_below`` 0.065) a peer known only through comments drops out of the view 20 rounds after
 the last one, while DMs and mentions stay eligible (the view still shows only the top peers).
-The default ``max_chars`` of 1,000 keeps the view under 300 tokens, also when it is dense in
+The default ``max_chars`` of 500 keeps the view under 150 tokens, also when it is dense in
 ids and numbers (about 3.5 characters a token).
 """
 
@@ -77,14 +77,15 @@ class Relationship:
     topics: dict[str, None] = field(default_factory=dict)   # exchanged topics, insertion-ordered
 
     def brief(self) -> str:
-        """The counts alone (the vote prompt's relationship column)."""
-        return f"you->them {self.sent}, them->you {self.received}, you liked {self.likes_given}/" \
-               f"disliked {self.dislikes_given}"
+        """The counts that are not 0 (the vote prompt's relationship column)."""
+        counts = (("sent", self.sent), ("got", self.received), ("liked", self.likes_given),
+                  ("disliked", self.dislikes_given))
+        return ", ".join(f"{name} {n}" for name, n in counts if n)
 
     def summary(self) -> str:
-        parts = [f"you->them {self.sent}", f"them->you {self.received}"]
+        parts = [f"sent {self.sent}", f"got {self.received}"]
         if self.likes_given or self.dislikes_given:
-            parts.append(f"you liked {self.likes_given}/disliked {self.dislikes_given}")
+            parts.append(f"liked {self.likes_given}, disliked {self.dislikes_given}")
         if self.topics:
             parts.append("topics " + ", ".join(list(self.topics)[-3:]))
         if self.last:
@@ -93,8 +94,8 @@ class Relationship:
 
 
 class AgentMemory:
-    def __init__(self, *, recent: int = 4, peers_in_prompt: int = 4, opinions_in_prompt: int = 3,
-                 text_chars: int = 60, max_chars: int = 1000, beta: float = 2.0, delta: float = 0.2,
+    def __init__(self, *, recent: int = 3, peers_in_prompt: int = 3, opinions_in_prompt: int = 3,
+                 text_chars: int = 48, max_chars: int = 500, beta: float = 2.0, delta: float = 0.2,
                  forget_below: float = 0.065) -> None:
         for name, value in (("recent", recent), ("peers_in_prompt", peers_in_prompt),
                             ("opinions_in_prompt", opinions_in_prompt)):
@@ -172,7 +173,7 @@ class AgentMemory:
                 continue
             peer = a.get("recipient") if kind == "DM" else authors.get(a.get("target_id")) if kind == "COM" else None
             topic = a.get("topic")
-            summaries.append(f"{kind}{' to ' + peer if peer else ''} on {topic or 'the post topic'} "
+            summaries.append(f"{kind}{' to ' + peer if peer else ''}{' on ' + topic if topic else ''} "
                              f"({a.get('tone', 'neutral')})")
             if topic:
                 topics.append(topic)

@@ -21,12 +21,15 @@ An override may only use the fields its template offers (checked when the set is
 typo fails at once rather than mid-run.
 
 Layout, for the server's prefix cache (docs/llm.md, "Prompt layout"): what changes least comes
-first. The plan and vote requests share one system message: the game rules and the reward
-definitions (``game``, ``rewards``: the same for every agent), then the agent's persona and
-weights (``persona``, ``goal``: the same every round). The plan's user message starts with the
-parts that change slowly (the users one may address, the best round, memory summaries) and
-ends with what this round brings (rewards, DMs, posts). A text request is the persona alone
-plus one short instruction: small local models write fluent text only when asked plainly.
+first. The plan and vote requests share one system message: the game in plain words and the five
+reward parts (``game``, ``rewards``: the same for every agent, so a server's cache shares them
+across agents), then the persona and weights (``persona``, ``goal``: the same every round). The
+plan's user message starts with the parts that change slowly (the users one may address, the
+best round, memory summaries), then what this round brings (scores, DMs, posts) and the reply
+format (``plan_format``). A text request is the persona plus one short plain instruction (small
+local models write fluent text only when asked plainly) with what the text answers: the post
+(and the post above a comment), the recent messages with a DM's recipient, or the agent's own
+recent posts.
 """
 
 from __future__ import annotations
@@ -38,16 +41,11 @@ from pathlib import Path
 from typing import Mapping
 
 REWARD_DOCS: dict[str, str] = {
-    "SOC": "SOC (social interaction): the share of your actions that are COM or DM, plus the COMs "
-           "and DMs others address to you. Comment and message people, and answer when they write.",
-    "INF": "INF (information): how many new topics your feed shows you and how varied it is. "
-           "Engage with many topics; new ones help.",
-    "PRE": "PRE (self-presentation): how many POSTs you make and the likes minus dislikes they "
-           "collect. Post short content people want to like, e.g. ending with a question.",
-    "COORD": "COORD (coordination): posts and comments that @mention you, and DM answers to those "
-             "who messaged you. Mention others so they mention you back; answer your DMs.",
-    "EMO": "EMO (emotional support): how positive the comments and DMs you receive are. Be "
-           "supportive so that others answer warmly.",
+    "SOC": "SOC (social interaction): your COMs and DMs, and those sent to you. Answer who wrote to you.",
+    "INF": "INF (information): new and varied topics in your feed. Pick topics you have not met lately.",
+    "PRE": "PRE (self-presentation): your POSTs and their likes minus dislikes. Post briefly; end with a question.",
+    "COORD": "COORD (coordination): @mentions of you, and your DM answers. Set mention to a listed user.",
+    "EMO": "EMO (emotional support): how positive the COMs and DMs you get are. A supportive tone brings it.",
 }
 
 PERSONA = """\
@@ -55,95 +53,70 @@ You are {name}, {role}. {description} Stance: {name} {stance}. Writing style: {s
 Personality: {personality}."""
 
 GAME = """\
-You take part in a social media game that runs over several rounds. In every round you carry \
-out exactly {n_actions} actions, and their effects build up from round to round: they shape \
-whom you are connected to, which topics reach you and how you score. Draw on what you remember \
-of earlier exchanges and relationships when you plan.
-Action types: POST (a public post), COM (a public comment on a listed post), DM (a private \
-message), NOT (leave the slot empty).
-Answer with JSON: an object {{"actions": [...]}} holding exactly {n_actions} objects, each with \
-only these keys:
-- "type": POST, COM, DM or NOT
-- "topic": a short topic for POST and DM (optional for COM; none for NOT)
-- "target_id": for COM the id of a listed post; for DM the id of the listed DM you answer, or \
-null to open a new conversation
-- "recipient": for DM the id of the user you write to
-- "mention": for POST or COM the id of a listed user to @mention, otherwise null
-- "tone": supportive, neutral or critical{text_rule}
-Constraints: a POST has no recipient and no target_id. A COM needs a target_id from the listed \
-post ids and no recipient. A DM either answers a listed DM (recipient = that DM's author, \
-target_id = its id) or opens a conversation (recipient = a listed user, target_id = null). A \
-NOT has no other keys.
-Topics: a COM keeps its post's topic unless you name one. For a POST or DM choose a topic that \
-should interest your readers or the recipient; {topic_rule}"""
+A social media game of several rounds. Each round every user takes exactly {n_actions} actions: \
+POST (public post), COM (public comment on a post), DM (private message) or NOT (nothing). \
+Others read, answer and vote on what you write; exchanges build relationships over the rounds, \
+so use what you remember."""
 
 REWARDS = """\
-What you are scored on (every part lies between 0 and 1, and so does your round total):
-{reward_docs}
-How the parts add up: your round score mixes SOC, INF, PRE, COORD and EMO with weights λ that \
-sum to 1; a part's λ says how much it counts.
-Rules that follow from the rewards (apply one when its part carries a large weight):
-- COORD: when a POST or COM should @mention someone, set "mention" to a listed user id (a \
-listed post's author, for instance); your text then carries the @.
-- SOC: balance opening conversations with answering them; whoever sent you a DM last round \
-should get a reply.
-- INF: go for topics you have not met in recent rounds; failing that, keep your topics varied.
-- PRE: plan at least one POST, keep it brief and end it with a clear question.
-- EMO: give COM and DM a supportive tone, which tends to bring supportive answers back."""
+Your round score mixes five parts (each 0 to 1) with weights λ that sum to 1:
+{reward_docs}"""
 
 GOAL = """\
-Your weights: {active_weights}. Your sole aim is to raise the parts you care about, \
-{active_comps}, in those proportions."""
+Your weights: {active_weights}. Your sole aim: raise your score in these proportions."""
 
-TOPIC_RULE_OPEN = "you may start topics nobody has used yet, and new topics raise INF."
+TOPIC_RULE_OPEN = "Topics may be new."
 
-TOPIC_RULE_CLOSED = "pick one of the listed topics; topics new to your feed raise INF."
+TOPIC_RULE_CLOSED = "Topics: listed ones only."
 
-TEXT_RULE = """
-- "text": for POST, COM and DM, what you write, in your own voice, at most two sentences"""
+TEXT_RULE = ', "text" (what you write, in your voice, at most two sentences)'
+
+PLAN_FORMAT = """\
+Reply with JSON {{"actions": [...]}}, {n_actions} objects with keys "type" (POST, COM, DM, \
+NOT), "topic", "target_id", "recipient", "mention", "tone" (supportive, neutral, \
+critical){text_rule}. COM: target_id = a listed post. DM: recipient = a user; target_id = the \
+listed DM it answers, or null to open a conversation. mention: a user to @mention in a POST or \
+COM, or null. {topic_rule}"""
 
 PLAN_USER = """\
 Users you can interact with: {users}
 {best}
-{memory}Round {round}. Your actions last round: {last_actions}. Your scores last round: \
-{last_rewards}.
+{memory}Round {round}. Your actions last round: {last_actions}. Scores: {last_rewards}.
 {tip}Topics known so far{topics_note}: {topics}
-DMs sent to you last round (to answer one, use its id as target_id):
+DMs sent to you last round:
 {dms}
-Posts you can comment on (a COM's target_id must be one of these ids):
+Posts you can comment on:
 {posts}
-Now plan {n_actions} actions that best raise your priority rewards.{round_rule} Remember: \
-answering people helps SOC, mentions help COORD and a supportive tone helps EMO."""
+{format}{round_rule}"""
 
 TEXT_POST = """\
-Write a public post about {topic} in a {tone} tone. One or two sentences. Reply with the post \
-text only."""
+{recent}Write a new public post about {topic} in a {tone} tone{mention}. One or two sentences, \
+not a repeat of your earlier posts. Reply with the post text only."""
 
 TEXT_COMMENT = """\
-{author} posted: "{content}"
-Write a comment replying to {author} about {topic} in a {tone} tone. One or two sentences. \
+{thread}{author} posted: "{content}"
+Write your comment answering {author}'s post in a {tone} tone{mention}. One or two sentences. \
 Reply with the comment text only."""
 
 TEXT_DM = """\
-Write a private message to {recipient} about {topic} in a {tone} tone. One or two sentences. \
-Reply with the message text only."""
+{conversation}Write a private message to {recipient} about {topic} in a {tone} tone. One or \
+two sentences. Reply with the message text only."""
 
 TEXT_DM_REPLY = """\
-{recipient} sent you a private message: "{content}"
-Write your private reply to {recipient} in a {tone} tone. One or two sentences. Reply with the \
-message text only."""
+{conversation}{recipient} sent you a private message: "{content}"
+Write your private reply to {recipient} in a {tone} tone, answering what they wrote. One or two \
+sentences. Reply with the message text only."""
 
 VOTE_USER = """\
-Voting, round {round}: like (1), dislike (-1) or skip (0) each item. Votes shape how others see \
-you (PRE) and the mood of your exchanges (EMO). Let your persona{relationship_hint} choose what \
-to back, oppose or pass over; 0 means no strong view, or a neutral relationship.
+Round {round} votes: like (1), dislike (-1) or skip (0) each item, as your persona\
+{relationship_hint} would.
 Items (id, sender, content{relationship_header}):
 {items}
-Then say where you stand now on {issue}: one of {stances}.
+Then your stance now on {issue}: one of {stances}.
 {format}"""
 
 VOTE_FORMAT_KEYED = """\
-Reply with JSON only: {{"votes": {{"<id>": 1 | 0 | -1, ...}}, "stance": "..."}}, one vote per item."""
+Reply with JSON only: {{"votes": {{"<id>": 1 | 0 | -1, ...}}, "stance": "..."}}."""
 
 VOTE_FORMAT_LIST = """\
 Reply with JSON only: {{"votes": [{{"id": <id>, "vote": 1 | 0 | -1}}, ...], "stance": "..."}}, \
@@ -233,18 +206,19 @@ Reply again with JSON only, fixing this."""
 # The fields each template may use; overrides are checked against them.
 FIELDS: dict[str, frozenset[str]] = {
     "persona": frozenset({"name", "role", "description", "stance", "style", "personality"}),
-    "game": frozenset({"n_actions", "text_rule", "topic_rule"}),
+    "game": frozenset({"n_actions"}),
+    "plan_format": frozenset({"n_actions", "text_rule", "topic_rule"}),
     "topic_rule_open": frozenset(),
     "topic_rule_closed": frozenset(),
     "text_rule": frozenset(),
     "rewards": frozenset({"reward_docs"}),
     "goal": frozenset({"active_comps", "active_weights"}),
     "plan_user": frozenset({"users", "best", "memory", "round", "last_actions", "last_rewards", "tip", "topics",
-                            "topics_note", "dms", "posts", "n_actions", "round_rule"}),
-    "text_post": frozenset({"topic", "tone"}),
-    "text_comment": frozenset({"author", "content", "topic", "tone"}),
-    "text_dm": frozenset({"recipient", "topic", "tone"}),
-    "text_dm_reply": frozenset({"recipient", "content", "tone"}),
+                            "topics_note", "dms", "posts", "n_actions", "round_rule", "format"}),
+    "text_post": frozenset({"recent", "topic", "tone", "mention"}),
+    "text_comment": frozenset({"thread", "author", "content", "topic", "tone", "mention"}),
+    "text_dm": frozenset({"conversation", "recipient", "topic", "tone"}),
+    "text_dm_reply": frozenset({"conversation", "recipient", "content", "tone"}),
     "vote_user": frozenset({"round", "items", "relationship_header", "relationship_hint", "issue", "stances",
                             "format"}),
     "vote_format_keyed": frozenset(),
@@ -281,6 +255,7 @@ class PromptSet:
     topic_rule_closed: str = TOPIC_RULE_CLOSED
     rewards: str = REWARDS
     goal: str = GOAL
+    plan_format: str = PLAN_FORMAT
     plan_user: str = PLAN_USER
     text_post: str = TEXT_POST
     text_comment: str = TEXT_COMMENT

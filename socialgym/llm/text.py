@@ -14,7 +14,7 @@ from typing import Collection
 _LEAD_IN = re.compile(
     r"^\s*(?:(?:sure|okay|ok|certainly|absolutely|of course)\b[!,.]*\s+)?"
     r"(?:(?:here(?:'s| is| are)|below is)\b[^:\n]{0,80}:|"
-    r"(?:public |private |my |your |short )?(?:post|comment|reply|message|dm|text|response|answer|tweet)"
+    r"(?:public |private |my |your |short )?(?:post|comment|reply|message|dm|text|response|answer|tweet|a)"
     r"(?: text)?\s*:)?\s*", re.IGNORECASE)
 _QUOTES = {'"': '"', "\u201c": "\u201d", "'": "'", "\u2018": "\u2019"}
 _HANDLE = re.compile(r"(?<![\w@])@[\w.\-]+")
@@ -47,6 +47,8 @@ def clean_text(raw: str | None, max_chars: int, *, max_sentences: int = 2, keep:
     for _ in range(2):                                    # "Sure! Here's a post:\n\nPost: ..."
         text = _LEAD_IN.sub("", text, count=1).strip()
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if len(paragraphs) > 1 and _salutation(paragraphs[0]):    # "Dear Ani,\n\nI hope ..." is one message
+        paragraphs[:2] = [f"{paragraphs[0].rstrip(' ,')}, {paragraphs[1]}"]
     text = paragraphs[0] if paragraphs else ""
     if text[:1] in _QUOTES and _wrapped(text):            # a quoted message: what is inside
         text = text[1:text.rfind(_QUOTES[text[0]])]
@@ -55,6 +57,12 @@ def clean_text(raw: str | None, max_chars: int, *, max_sentences: int = 2, keep:
     text = re.sub(r"#(\w)", r"\1", text)                  # hashtags read as words
     text = _unpaired_quotes(" ".join(text.split()).strip(" -:,;"))
     return _cut(text, max_chars, max_sentences)
+
+
+def _salutation(paragraph: str) -> bool:
+    """Whether a paragraph is only a greeting ("Dear Ani,", "Hi there"): at most three words and
+    no sentence end."""
+    return len(paragraph.split()) <= 3 and not re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", paragraph)
 
 
 def _unpaired_quotes(text: str) -> str:
