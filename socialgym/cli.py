@@ -1,7 +1,8 @@
 """The ``socialgym`` command.
 
     socialgym run CONFIG --out DIR [--set key.path=value ...]   # one run, or a sweep/replicates
-    socialgym resume DIR                                         # continue after a crash or kill
+    socialgym resume DIR [--budget requests=N,usd=X]             # continue after a crash, a kill or the budget
+    socialgym estimate CONFIG [--throughput P,C | --probe]       # requests, tokens, USD and time, before a run
     socialgym report DIR                                         # rebuild plots/, report.html and viewer.html
     socialgym view DIR [--serve]                                 # viewer.html: the run replayed round by round
     socialgym demo [--no-llm] [--out DIR]                        # zero-config: LLM agents, embedded model
@@ -16,7 +17,9 @@ Every failure a user can cause or meet prints one line, ``socialgym: error: ...`
 fallbacks); 2 a bad config, run directory or checkpoint, or an LLM server that refuses the key or
 the model; 3 another socialgym process is writing that directory; 4 an operating-system error
 (disk full, read-only, permission denied, a name too long, a file where a folder is needed);
-130 interrupted (Ctrl-C: summary.json says ``interrupted``, and ``resume`` continues).
+5 the run stopped before a round that would pass its ``llm.budget`` (summary.json says
+``budget``; ``resume --budget`` raises it and continues); 130 interrupted (Ctrl-C:
+summary.json says ``interrupted``, and ``resume`` continues).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from socialgym.llm.text import GENERATION_MODES
 from socialgym.platform.actions import CONTENT_TYPES
 from socialgym.rundir import is_sweep, layout
 
-EXIT_PROBLEMS, EXIT_USAGE, EXIT_BUSY, EXIT_OS, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
+EXIT_PROBLEMS, EXIT_USAGE, EXIT_BUSY, EXIT_OS, EXIT_BUDGET, EXIT_INTERRUPTED = 1, 2, 3, 4, 5, 130
 
 DEMO_CONFIG = {
     "seed": 0,
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from socialgym.rundir import DirectoryBusy, RunDirError
 
     commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
-                "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo,
+                "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo, "estimate": _estimate,
                 "moderation": moderation.run_command}
     try:
         return commands[args.command](args)
@@ -115,6 +118,23 @@ def _add_run_commands(sub) -> None:
                           help=f"continue although {layout.CONFIG} was edited since the checkpoint (only its llm, "
                                "logging and run sections and the interventions and surveys of later rounds "
                                "take effect)")
+    p_resume.add_argument("--budget", default=None, metavar="KEY=VALUE,...",
+                          help="set these limits of llm.budget first (requests, prompt_tokens, completion_tokens, "
+                               f"usd), e.g. --budget requests=2000,usd=5; recorded in {layout.RUN_INFO}")
+    p_est = sub.add_parser("estimate", help="predict a config's LLM requests, tokens, USD and wall time by "
+                                            "simulating it against a stand-in model")
+    p_est.add_argument("config")
+    p_est.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config key, as for run (repeatable)")
+    speed = p_est.add_mutually_exclusive_group()
+    speed.add_argument("--throughput", default=None, metavar="PROMPT_TOK_S,COMPLETION_TOK_S",
+                       help="the server's prompt and completion tokens per second, for the wall time")
+    speed.add_argument("--probe", action="store_true",
+                       help="measure the throughput with a few short requests to the config's server(s)")
+    p_est.add_argument("--text-chars", type=int, default=None, metavar="N",
+                       help="every free text the stand-in writes has N characters (default: 3/4 of each "
+                            "text's limit)")
+    p_est.add_argument("--json", action="store_true", help="print the estimate as JSON")
 
 
 def _add_page_commands(sub) -> None:
@@ -186,8 +206,7 @@ def _run(args) -> int:
     if cfg.sweep or cfg.run.replicates > 1:
         from socialgym.experiments.run import sweep as sweeps
         result = sweeps.run_sweep(cfg, args.out, progress=progress)
-        print(f"sweep of {result['jobs']} runs written to {args.out} ({layout.AGGREGATE}, {layout.PLOTS}/)")
-        return _print_problems(result)
+        return _print_sweep(args.out, result, "written to")
     summary = run_experiment(cfg, args.out, progress=progress)
     return _print_done(args.out, summary)
 
@@ -196,14 +215,45 @@ def _resume(args) -> int:
     from socialgym.experiments import resume_experiment
 
     progress = False if args.quiet else None
+    budget = _budget_arg(args.budget)
     if is_sweep(args.dir):
         from socialgym.experiments.run import sweep as sweeps
+        from socialgym.experiments.run.spending import set_budget
+        if budget:
+            set_budget(args.dir, budget)
         result = sweeps.resume_sweep(args.dir, progress=progress, trust=args.trust,
                                      allow_config_change=args.allow_config_change)
-        print(f"sweep of {result['jobs']} runs complete in {args.dir}")
-        return _print_problems(result)
+        return _print_sweep(args.dir, result, "complete in")
     return _print_done(args.dir, resume_experiment(args.dir, progress=progress, trust=args.trust,
-                                                   allow_config_change=args.allow_config_change))
+                                                   allow_config_change=args.allow_config_change, budget=budget))
+
+
+def _budget_arg(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    from socialgym.experiments import ConfigError
+    from socialgym.llm.budget import Budget, BudgetError
+
+    try:
+        return Budget.parse(text)
+    except BudgetError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _estimate(args) -> int:
+    import json
+
+    from socialgym.experiments import ConfigError, load_config
+    from socialgym.experiments.run.estimate import Throughput, estimate, format_estimate, probe
+    from socialgym.experiments.run.standin import ReplyModel
+
+    cfg = load_config(args.config, args.overrides)
+    if args.text_chars is not None and args.text_chars < 1:
+        raise ConfigError(f"--text-chars must be a positive number of characters, got {args.text_chars}")
+    throughput = Throughput.parse(args.throughput) if args.throughput else probe(cfg) if args.probe else None
+    result = estimate(cfg, replies=ReplyModel(chars=args.text_chars), throughput=throughput)
+    print(json.dumps(result, indent=2) if args.json else format_estimate(result, args.config))
+    return 0
 
 
 def _report(args) -> int:
@@ -342,6 +392,26 @@ def _fresh(base: Path) -> Path:
     return base.parent / f"{base.name}-{k}"
 
 
+def _print_sweep(out, result: dict, verb: str) -> int:
+    """A sweep's outcome: its jobs that stopped for their budget (one line, exit status 5), else
+    those that finished with problems (exit status 1)."""
+    from socialgym.experiments.run.spending import budget_stops
+
+    stopped = budget_stops(out)
+    if stopped:
+        print(f"sweep of {result['jobs']} runs in {out}: {len(stopped)} stopped at their budget")
+        first = stopped[0].get("stopped") or {}
+        print(f"socialgym: budget: {len(stopped)} of {result['jobs']} sweep runs stopped before a round that "
+              f"would pass their llm.budget.{first.get('limit')} (each run has its own budget; the first stopped "
+              f"before round {first.get('before_round')}); continue with `socialgym resume {out} --budget "
+              f"{first.get('limit')}=N`", file=sys.stderr)
+        _print_problems(result)
+        return EXIT_BUDGET
+    print(f"sweep of {result['jobs']} runs {verb} {out}" + (f" ({layout.AGGREGATE}, {layout.PLOTS}/)"
+                                                             if verb == "written to" else ""))
+    return _print_problems(result)
+
+
 def _print_problems(result: dict) -> int:
     """A sweep's runs that finished with problems (e.g. too many LLM fallbacks): exit status 1."""
     for problem in result.get("problems", []):
@@ -368,6 +438,10 @@ def _print_done(out, summary: dict) -> int:
         print(f"outputs: {Path(out).resolve()}")
     for problem in summary.get("problems", []):
         print(f"socialgym: error: {problem}", file=sys.stderr)
+    if summary.get("status") == "budget":
+        print(f"socialgym: {' '.join(str((summary.get('stopped') or {}).get('message', 'budget')).split())}",
+              file=sys.stderr)
+        return EXIT_BUDGET
     return 1 if summary.get("problems") else 0
 
 

@@ -216,3 +216,22 @@ def test_missing_wandb_gives_the_pip_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)
     with pytest.raises(RuntimeError, match=r"pip install 'socialgym\[wandb\]'"):
         WandbLogger({"project": "p"}, tmp_path, {})
+
+
+def test_settings_named_like_tokens_survive_the_written_config(tmp_path):
+    """``llm.tie_transcript_tokens`` and model names under ``llm.prices`` are no secrets: a config
+    written to disk and read back keeps them (a resumed run must not fall back to defaults)."""
+    from socialgym.experiments import load_config
+    from socialgym.experiments.define.schema import dump_yaml
+
+    cfg = load_config({"env": {"n_agents": 4, "max_rounds": 2},
+                       "policy": {"kind": "llm"},
+                       "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "my-token-model", "api_key": "sk-x",
+                               "tie_transcript_tokens": 64,
+                               "prices": {"my-token-model": {"prompt": 0.5, "completion": 2.0}}}})
+    dump_yaml(cfg, tmp_path / "c.yaml")
+    text = (tmp_path / "c.yaml").read_text()
+    assert "sk-x" not in text and "api_key:" not in text
+    again = load_config(tmp_path / "c.yaml")
+    assert again.llm.tie_transcript_tokens == 64
+    assert dict(again.llm.prices["my-token-model"]) == {"prompt": 0.5, "completion": 2.0}

@@ -25,10 +25,13 @@ REDACTED = "***"
 SECRET_KEY = re.compile(r"api_key|token|secret|password", re.IGNORECASE)
 """A setting whose name matches holds a credential (``api_key``, ``hf_token``, ``Auth_Token``...)."""
 NOT_SECRET = frozenset({"api_key_env", "max_tokens", "text_tokens", "plan_tokens", "vote_tokens", "prompt_tokens",
-                        "completion_tokens"})
+                        "completion_tokens", "tie_transcript_tokens"})
 """Names that match :data:`SECRET_KEY` but hold no secret: ``api_key_env`` names the
 environment variable the key is read from (a resumed run needs it); the others count tokens
-(``llm.max_tokens``, the LLM policy's limits, usage)."""
+(``llm.max_tokens``, ``llm.tie_transcript_tokens``, the LLM policy's limits, usage, budgets)."""
+NAMED_BY_DATA = frozenset({"prices"})
+"""Mappings whose keys are names of things, not settings (``llm.prices``: model names), kept
+whatever they look like; their values are still searched."""
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s\"'`,;]+")
 _OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -53,11 +56,15 @@ def drop_secrets(value: Any) -> Any:
     """A plain-data copy of ``value`` without any mapping key that names a credential
     (:data:`SECRET_KEY`, in any case, except :data:`NOT_SECRET`), at any depth: mappings become
     dicts with string keys, lists and tuples lists, paths strings."""
+    return _drop(value, False)
+
+
+def _drop(value: Any, names: bool) -> Any:
     if isinstance(value, Mapping):
-        return {str(k): drop_secrets(v) for k, v in value.items()
-                if str(k) in NOT_SECRET or not SECRET_KEY.search(str(k))}
+        return {str(k): _drop(v, str(k) in NAMED_BY_DATA) for k, v in value.items()
+                if names or str(k) in NOT_SECRET or not SECRET_KEY.search(str(k))}
     if isinstance(value, (list, tuple)):
-        return [drop_secrets(v) for v in value]
+        return [_drop(v, False) for v in value]
     if isinstance(value, PathLike):
         return str(value)
     return value

@@ -20,7 +20,8 @@ CONFIG = "config.yaml"
 RUN_INFO = "run.json"
 """The run's id, sweep condition, replicate and seed; ``config_changes``; a fork's origin."""
 SUMMARY = "summary.json"
-"""Status (running / complete / failed), problems, rounds completed, final means, LLM usage."""
+"""Status (running / complete / failed / interrupted / budget), problems, rounds completed, final
+means, LLM usage and spend."""
 ROUNDS = "rounds.csv"
 NETWORK = "network.csv"
 EVENTS = "events.jsonl"
@@ -29,6 +30,8 @@ SURVEYS = "surveys.csv"
 INTERVIEWS = "interviews.jsonl"
 FALLBACKS = "fallbacks.jsonl"
 """Runs with an LLM: every fallback (a slot or answer the model could not fill) with its reason."""
+ROUTES = "llm_routes.jsonl"
+"""Runs with ``llm.endpoints``: every failover and breaker change of the LLM router, one line each."""
 PERSONAS = "personas.json"
 LLM_CACHE = "llm_cache.sqlite"
 CHECKPOINT = "checkpoint.pkl"
@@ -42,7 +45,7 @@ VIEWER = "viewer.html"
 COMPARE_CSV = "compare.csv"
 COMPARE_MD = "compare.md"
 
-TEXT_FILES = (ROUNDS, NETWORK, EVENTS, TRANSCRIPTS, SURVEYS, INTERVIEWS, FALLBACKS)
+TEXT_FILES = (ROUNDS, NETWORK, EVENTS, TRANSCRIPTS, SURVEYS, INTERVIEWS, FALLBACKS, ROUTES)
 """The append-only files the recorder writes round by round (cut back to a checkpoint on resume)."""
 
 # ---------------------------------------------------------------------------------- a sweep, a study

@@ -191,7 +191,9 @@ def _read_summary(path: Path, notices: list[str]) -> dict:
     done, planned = _int(summary.get("rounds_completed")), _int(summary.get("max_rounds"))
     if status and status != "complete":
         what = {"running": "it was killed, or is still running", "failed": "it stopped with an error",
-                "interrupted": "it was interrupted (Ctrl-C)"}.get(str(status), "it did not complete")
+                "interrupted": "it was interrupted (Ctrl-C)",
+                "budget": "it stopped before a round that would pass its LLM budget; "
+                          "`--budget KEY=VALUE` on the resume command raises it"}.get(str(status), "it did not complete")
         text = (f"The run did not finish: {layout.SUMMARY} says status \"{status}\" after "
                 f"{done if done is not None else '?'} of {planned if planned is not None else '?'} rounds "
                 f"({what}). The rounds on disk are shown; `socialgym resume {path}` continues it.")

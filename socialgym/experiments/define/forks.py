@@ -4,7 +4,8 @@ A fork continues a run from its state after round ``t``; what describes that sta
 the seed, the policies' kinds) cannot change, what acts from round ``t + 1`` on can: scheduled
 interventions and surveys of later rounds, the recommender and the runtime tie parameters
 (which become interventions at ``t + 1``), the coach, and the llm, logging and run sections
-(not an inline ``llm.api_key``: a fork reads its key from ``llm.api_key_env``, like a resume).
+(not an inline ``llm.api_key``: a fork reads its key from ``llm.api_key_env``, like a resume),
+and which servers the LLM groups use (``policy.groups[*].endpoints`` / ``model``: routing only).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ FORK_RUNTIME_ENV = RUNTIME_PARAMS         # tie parameters: interventions at t+1
 FORK_RECOMMENDER_ENV = ("recommender", "recommender_kwargs", "rerank")
 FORK_TAKES_EFFECT = ("llm", "logging", "run")
 FORK_SCHEDULED = ("interventions", "surveys")
+GROUP_ROUTING = ("endpoints", "model")
+"""Fields of a policy group that only say which servers its requests go to."""
+
+
+def inline_key(cfg: ExperimentConfig) -> bool:
+    """Whether the config holds an API key itself (``llm.api_key``, an endpoint's ``api_key``)."""
+    return cfg.llm is not None and (bool(cfg.llm.api_key) or any(e.api_key for e in cfg.llm.endpoints))
 
 
 def fork_changes(base: ExperimentConfig, target: ExperimentConfig, at_round: int) -> tuple[dict, list]:
@@ -34,7 +42,7 @@ def fork_changes(base: ExperimentConfig, target: ExperimentConfig, at_round: int
     if not 1 <= at_round < max_rounds:
         raise ConfigError(f"--at-round must lie in [1, {max_rounds - 1}] (env.max_rounds is {max_rounds}: a fork "
                           f"continues from the state after that round), got {at_round}")
-    if target.llm is not None and target.llm.api_key:     # dropped from the fork's config.yaml: refuse, not ignore
+    if inline_key(target):            # dropped from the fork's config.yaml: refuse, not ignore
         raise ConfigError("llm.api_key: a fork cannot take an inline key (it is never written to disk, and the "
                           "fork runs from its config on disk); put the key in the environment variable named "
                           "by llm.api_key_env")
@@ -89,6 +97,7 @@ def fork_changes(base: ExperimentConfig, target: ExperimentConfig, at_round: int
         changes.append(f"rerank: {_fork_short(env_old.get('rerank') or [])} -> "
                        f"{_fork_short(env_new.get('rerank') or [])} from round {first} (the model is kept)")
     later += _coach_changes(base, target, first, changes)
+    _routing_changes(base, target, out, changes)
     for key in old:
         if key not in (*FORK_TAKES_EFFECT, *FORK_SCHEDULED, "env", "policy") and old.get(key) != new.get(key):
             raise ConfigError(_fork_cannot(key, at_round))
@@ -127,7 +136,7 @@ def _coach_changes(base: ExperimentConfig, target: ExperimentConfig, first: int,
     for i, (a, b) in enumerate(zip(old_groups, new_groups)):
         where = f"policy.groups[{i}]" if base.policy.groups else "policy"
         for f in dataclasses.fields(a):
-            if f.name != "coach":
+            if f.name != "coach" and f.name not in GROUP_ROUTING:
                 rest += _fork_diff(thaw(getattr(a, f.name)), thaw(getattr(b, f.name)), f"{where}.{f.name}")
     rest = [r for r in rest if r[1] != r[2]]
     if rest:
@@ -139,6 +148,20 @@ def _coach_changes(base: ExperimentConfig, target: ExperimentConfig, first: int,
             changes.append(f"coach of {a.name if base.policy.groups else 'all agents'}: {a.coach} -> {b.coach} "
                            f"from round {first}")
     return specs
+
+
+def _routing_changes(base: ExperimentConfig, target: ExperimentConfig, out: dict, changes: list) -> None:
+    """The servers each LLM group is bound to, taken from ``target`` into ``out`` (routing, not state)."""
+    if not base.policy.groups:
+        return
+    groups = [dict(g) for g in out["policy"]["groups"]]
+    for i, (a, b) in enumerate(zip(base.policy.groups, target.policy.groups)):
+        for key in GROUP_ROUTING:
+            old, new = thaw(getattr(a, key)), thaw(getattr(b, key))
+            if old != new:
+                groups[i][key] = new
+                changes.append(f"policy.groups[{i}].{key}: {_fork_short(old)} -> {_fork_short(new)}")
+    out["policy"] = {**out["policy"], "groups": groups}
 
 
 def _fork_cannot(key: str, at_round: int) -> str:

@@ -45,10 +45,11 @@ from socialgym.agents.persona import PERSONA_SETS
 from socialgym.config import MAX_AGENTS, FeedConfig
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- documented in loading
 from socialgym.platform.validation import is_int, show, utf8_problem
-from socialgym.experiments.define.forks import fork_changes
+from socialgym.experiments.define.forks import fork_changes, inline_key
 from socialgym.experiments.define.schedule import RESERVED_TARGETS
-from socialgym.experiments.define.schema import (ConfigError, cut_text, ENV_GROUPS, ENV_RESERVED, ExperimentConfig,
-                                                 freeze, FrozenDict, LLMConfig, LoggingConfig, MAX_CONFIG_BYTES,
+from socialgym.experiments.define.schema import (ConfigError, cut_text, EndpointConfig, ENV_GROUPS, ENV_RESERVED,
+                                                 ExperimentConfig, freeze, FrozenDict, LLMConfig, LoggingConfig,
+                                                 MAX_CONFIG_BYTES, MAX_ENDPOINTS,
                                                  MAX_SEED, MAX_STRING_CHARS, MAX_SWEEP_CELLS, MAX_YAML_ALIASES,
                                                  MAX_YAML_DEPTH, MAX_YAML_NODES, one_line, PersonaConfig,
                                                  PolicyConfig, PolicyGroup, RANGES, RunConfig, STRING_LIMITS, thaw,
@@ -335,7 +336,7 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
         raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}] (non-negative), got {show(seed)}")
     env = _env(raw.get("env", {}))
     policy = _policy(raw.get("policy", {}))
-    llm = _section("llm", LLMConfig, raw["llm"]) if raw.get("llm") is not None else None
+    llm = _llm(raw["llm"]) if raw.get("llm") is not None else None
     logging = _logging(raw.get("logging", {}))
     run = _section("run", RunConfig, raw.get("run", {}))
     personas = raw.get("personas")
@@ -370,9 +371,10 @@ def _check_forks(cfg: ExperimentConfig, cells: list) -> None:
                           f"got {cfg.run.fork_at}")
     if not cfg.run.checkpoint or not cfg.run.snapshots:
         raise ConfigError("run.fork_at needs run.checkpoint and run.snapshots on (forks start from a snapshot)")
-    if cfg.llm is not None and cfg.llm.api_key:
-        raise ConfigError("run.fork_at: an inline llm.api_key is never written to disk, so the forks could not "
-                          "use it; put the key in the environment variable named by llm.api_key_env")
+    if inline_key(cfg):
+        raise ConfigError("run.fork_at: an inline llm.api_key is never written to disk (nor an endpoint's "
+                          "api_key), so the forks could not use it; put the key in the environment variable named "
+                          "by llm.api_key_env")
     if len(cells) > 1:
         for assignment, cell in zip(grid(cfg)[1:], cells[1:]):
             try:
@@ -586,6 +588,33 @@ def _policy(raw: Any) -> PolicyConfig:
                 raise ConfigError(f"policy.groups[{i}].name: {name!r} is reserved (target: {name} means "
                                   f"{RESERVED_TARGETS[name]}); give the group another name")
     return dataclasses.replace(policy, groups=tuple(groups))
+
+
+def _llm(raw: Any) -> LLMConfig:
+    """The llm section: its plain fields, then ``budget`` and ``prices`` (checked by
+    ``socialgym.llm.budget``) and ``endpoints`` (each an :class:`EndpointConfig`)."""
+    from socialgym.llm.budget import Budget, BudgetError, check_prices
+
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"llm must be a mapping, got {show(raw)}")
+    raw = dict(raw)
+    budget, prices, endpoints = raw.pop("budget", None), raw.pop("prices", None), raw.pop("endpoints", None)
+    llm = _section("llm", LLMConfig, raw)
+    try:
+        limits = Budget.from_mapping(budget).limits()
+        prices = check_prices(prices)
+    except BudgetError as exc:
+        raise ConfigError(str(exc)) from None
+    found = ()
+    if endpoints is not None and not (isinstance(endpoints, (list, tuple)) and not endpoints):   # [] means none
+        if isinstance(endpoints, (str, Mapping)) or not isinstance(endpoints, (list, tuple)):
+            raise ConfigError("llm.endpoints must be a non-empty list of servers {name, base_url, model, "
+                              f"api_key_env, max_concurrency, weight}}, got {show(endpoints)}")
+        if len(endpoints) > MAX_ENDPOINTS:
+            raise ConfigError(f"llm.endpoints has {len(endpoints)} servers, more than MAX_ENDPOINTS = {MAX_ENDPOINTS}")
+        found = tuple(_section(f"llm.endpoints[{i}]", EndpointConfig, e, table="llm.endpoints[*]")
+                      for i, e in enumerate(endpoints))
+    return dataclasses.replace(llm, budget=freeze(limits), prices=freeze(prices), endpoints=found)
 
 
 def _logging(raw: Any) -> LoggingConfig:

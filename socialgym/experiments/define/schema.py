@@ -80,11 +80,16 @@ RANGES: dict[str, tuple[float, float, bool]] = {
     "run.workers": (1, MAX_WORKERS, False),
     "run.max_fallback_share": (0, 1, False),
     "run.fork_at": (1, MAX_ROUNDS, False),
+    "llm.endpoints[*].max_concurrency": (1, MAX_WORKERS, False),
+    "llm.endpoints[*].weight": (0, 1_000_000, True),
 }
 # string fields with a shorter limit than MAX_STRING_CHARS (wandb's own limits for its fields)
 STRING_LIMITS = {"logging.wandb.project": 128, "logging.wandb.entity": 128, "logging.wandb.name": 128,
                  "logging.wandb.group": 128, "logging.wandb.tags": 64, "run.name": 128,
-                 "policy.groups[*].name": 64, "llm.api_key_env": 128}
+                 "policy.groups[*].name": 64, "llm.api_key_env": 128, "llm.endpoints[*].name": 64,
+                 "llm.endpoints[*].api_key_env": 128, "policy.groups[*].endpoints": 64}
+MAX_ENDPOINTS = 64
+"""Most servers in ``llm.endpoints``."""
 # constructor parameters of recommenders and re-rankers that size arrays or loops
 # llm policy keywords the runner sets itself
 LLM_PARAMS_RESERVED = ("client", "personas", "coach", "coached", "prompts", "seed")
@@ -157,6 +162,12 @@ class PolicyGroup:
     params: FrozenDict = field(default_factory=FrozenDict)
     """Constructor keywords of the policy (e.g. ``mention_prob`` for random, ``b`` for greedy,
     ``max_users`` / ``text_chars`` for llm)."""
+    endpoints: tuple[str, ...] = ()
+    """LLM groups with ``llm.endpoints``: the names of the servers this group's requests go to
+    (empty: any). Routing only: a fork or resume may change it."""
+    model: str | None = None
+    """LLM groups with ``llm.endpoints``: only the endpoints serving this model (with
+    ``endpoints``: those of them that serve it)."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +189,22 @@ class PersonaConfig:
     survey: bool = False
     """Give every LLM agent the Mini-IPIP pre-survey through the run's model before round 1; the
     measured Big Five are stored beside the intended ones (``personas.json``, the report)."""
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """One server of ``llm.endpoints`` (``socialgym.llm.router.Endpoint``; docs/servers.md)."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    """Name of the variable holding this server's key (None: ``llm.api_key_env``'s)."""
+    api_key: str | None = None
+    """Accepted like ``llm.api_key``; removed from every file the run writes."""
+    max_concurrency: int = 16
+    weight: float = 1.0
+    """This server's share of the requests, relative to the others'."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +239,14 @@ class LLMConfig:
     round's lines between the rater and its peers, the earliest left out beyond this bound."""
     n_ctx: int = 4096
     """Embedded model only: context length of the llama.cpp server."""
+    endpoints: tuple = ()
+    """Several servers (:class:`EndpointConfig`) instead of ``base_url`` / ``model``: requests are
+    spread over them, and go to the others when one fails (docs/servers.md)."""
+    budget: FrozenDict = field(default_factory=FrozenDict)
+    """Limits on what the run may spend: ``requests``, ``prompt_tokens``, ``completion_tokens``,
+    ``usd`` (``socialgym.llm.budget``); the run stops at a round boundary before passing one."""
+    prices: FrozenDict = field(default_factory=FrozenDict)
+    """Model -> ``{prompt, completion}`` in USD per 1M tokens (USD spend, a ``usd`` budget)."""
 
 
 @dataclass(frozen=True)
@@ -301,6 +336,21 @@ class ExperimentConfig:
         if missing:
             groups = tuple(dataclasses.replace(g, agents=n - taken) if g.agents is None else g for g in groups)
         return groups
+
+    def llm_models(self) -> tuple[str, ...]:
+        """The models this run's requests go to: the endpoints' (``llm.endpoints``), else
+        ``llm.model``, else the embedded model's name; () for a run without LLM."""
+        if not self.uses_llm():
+            return ()
+        llm = self.llm or LLMConfig()
+        if llm.endpoints:
+            return tuple(dict.fromkeys(e.model for e in llm.endpoints))
+        if llm.model:
+            return (llm.model,)
+        if llm.base_url is None:
+            from socialgym.llm.local import DEFAULT_ALIAS
+            return (DEFAULT_ALIAS,)
+        return ()
 
     def feed_kwargs(self) -> dict:
         """Keywords for ``socialgym.parallel_env`` (without the seed, which the runner sets)."""

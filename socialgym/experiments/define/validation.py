@@ -54,6 +54,7 @@ def check_sections(cfg: ExperimentConfig) -> None:
     elif p.coach and p.kind != "llm":
         raise ConfigError("policy.coach: only llm agents can be coached (policy.kind is "
                           f"{show(p.kind)})")
+    check_servers(cfg)
     if cfg.llm is not None:
         if cfg.llm.base_url is not None:
             if not re.match(r"https?://[^\s/?#]+", cfg.llm.base_url):
@@ -79,6 +80,56 @@ def check_sections(cfg: ExperimentConfig) -> None:
         raise ConfigError("set either env.ties.tie_scorer or llm.tie_scorer, not both")
     if "lambdas" in cfg.env and any(g.lambdas is not None for g in p.groups):
         raise ConfigError("set either env.rewards.lambdas or policy.groups[*].lambdas, not both")
+
+
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_URL = re.compile(r"https?://[^\s/?#]+")
+
+
+def check_servers(cfg: ExperimentConfig) -> None:
+    """``llm.endpoints`` (unique names, URLs, key variables; not beside ``llm.base_url``), the
+    groups bound to them (``policy.groups[*].endpoints`` / ``model``), and a ``usd`` budget's
+    prices (one for every model the run uses)."""
+    llm = cfg.llm
+    endpoints = llm.endpoints if llm is not None else ()
+    names = [e.name for e in endpoints]
+    if endpoints:
+        if llm.base_url is not None or llm.model is not None:
+            raise ConfigError("llm.base_url / llm.model: with llm.endpoints every endpoint names its server and "
+                              "model; remove llm.base_url and llm.model")
+        twice = sorted({x for x in names if names.count(x) > 1})
+        if twice:
+            raise ConfigError(f"llm.endpoints: names must be unique, {show(twice)} appear more than once")
+        for i, e in enumerate(endpoints):
+            if not _URL.match(e.base_url):
+                raise ConfigError(f"llm.endpoints[{i}].base_url must be an http:// or https:// URL, got {show(e.base_url)}")
+            if e.api_key_env is not None and not _VARIABLE.fullmatch(e.api_key_env):
+                raise ConfigError(f"llm.endpoints[{i}].api_key_env is the name of an environment variable (letters, "
+                                  f"digits, _), got {show(e.api_key_env)}")
+    for i, g in enumerate(cfg.policy.groups):
+        if not g.endpoints and g.model is None:
+            continue
+        where = f"policy.groups[{i}]"
+        if g.kind != "llm":
+            raise ConfigError(f"{where}: endpoints/model bind llm agents to servers; this group's kind is {show(g.kind)}")
+        if not endpoints:
+            raise ConfigError(f"{where}.{'endpoints' if g.endpoints else 'model'} needs llm.endpoints (the servers "
+                              "it names)")
+        unknown = [n for n in g.endpoints if n not in names]
+        if unknown:
+            raise ConfigError(f"{where}.endpoints: no endpoint named {', '.join(map(show, unknown))} in llm.endpoints "
+                              f"(names: {', '.join(names)})")
+        if g.model is not None:
+            serving = [e.name for e in endpoints if e.model == g.model and (not g.endpoints or e.name in g.endpoints)]
+            if not serving:
+                served = sorted({e.model for e in endpoints if not g.endpoints or e.name in g.endpoints})
+                raise ConfigError(f"{where}.model: no endpoint{' of ' + where + '.endpoints' if g.endpoints else ''} "
+                                  f"serves {show(g.model)} (served: {', '.join(served)})")
+    if llm is not None and "usd" in llm.budget:
+        missing = [m for m in cfg.llm_models() if m not in llm.prices]
+        if missing:
+            raise ConfigError(f"llm.budget.usd needs llm.prices for every model the run uses; no price for "
+                              f"{', '.join(map(show, missing))} (give {{prompt: USD, completion: USD}} per 1M tokens)")
 
 
 def _env_key(cfg: ExperimentConfig, key: str) -> str:

@@ -12,6 +12,9 @@ The key file: ``$SOCIALGYM_KEY_FILE`` if set, else ``$XDG_CONFIG_HOME/socialgym/
 same machine read the same file; on a cluster, point ``SOCIALGYM_KEY_FILE`` at a shared copy.
 
 File layout: ``MAGIC`` line, the hex MAC line, then the pickle bytes.
+
+:func:`check_checkpoint` is what ``resume`` checks before it trusts a checkpoint and the files
+beside it (the run id, the config it was made with, every output's digest).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import secrets
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from socialgym.rundir import layout
 from socialgym.rundir.files import own_dir
@@ -119,7 +122,7 @@ def read_checkpoint(path: Path, *, trust: bool = False) -> Any:
     """The state saved by :func:`write_checkpoint`, after its MAC was verified (``trust`` skips the
     check and warns). Raises :class:`CheckpointError` naming the file and what to do."""
     path = Path(path)
-    restart = f"to start the run over, delete it and resume again"
+    restart = "to start the run over, delete it and resume again"
     data = path.read_bytes()
     verified = False
     if not data.startswith(MAGIC):
@@ -151,3 +154,82 @@ def read_checkpoint(path: Path, *, trust: bool = False) -> Any:
     except Exception as exc:              # a signed file that fails to load: damaged on disk, or a code change
         raise CheckpointError(f"{path} cannot be loaded ({type(exc).__name__}: {str(exc)[:80]}); {restart}") \
             from None
+
+
+# ---------------------------------------------------------------------------------- checks on resume
+ROUTING_ONLY = ("llm.", "logging.", "run.", "interventions", "surveys")
+"""Flattened config keys whose change takes effect in a resumed run (the rest is in the checkpoint)."""
+BUDGET_KEYS_PREFIX = "llm.budget"
+"""A change of these keys alone needs no ``--allow-config-change`` (``resume --budget`` makes it)."""
+
+
+def config_digest(path: Path) -> str:
+    """SHA-256 of a run's config.yaml as the checkpoint records it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def check_checkpoint(out: Path, checkpoint: dict, cfg, meta: dict, allow_config_change: bool) -> None:
+    """The checkpoint belongs to the run in ``out``, was made with its config (an edited config
+    is refused unless ``allow_config_change``, or the edit changed only ``llm.budget``; either
+    is recorded in run.json's ``config_changes``), and the outputs on disk are what it recorded.
+    Raises ``RunError`` naming what differs."""
+    from socialgym.experiments.define import to_dict
+    from socialgym.experiments.errors import RunError
+    from socialgym.experiments.run.recorder import verify_outputs
+    from socialgym.rundir import write_run_info
+
+    if checkpoint.get("run_id") != meta.get("run_id"):
+        raise RunError(f"{out / layout.CHECKPOINT} belongs to another run (run id {checkpoint.get('run_id')}, "
+                       f"{out / layout.RUN_INFO} says {meta.get('run_id')}): it was copied from elsewhere")
+    if checkpoint.get("config_sha256") != config_digest(out / layout.CONFIG):
+        old, new = flatten(checkpoint.get("config") or {}), flatten(to_dict(cfg))
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        budget_only = bool(changed) and all(k.startswith(BUDGET_KEYS_PREFIX) for k in changed)
+        if not allow_config_change and not budget_only:
+            raise RunError(f"{out / layout.CONFIG} changed since the checkpoint ({shown or 'formatting only'}): "
+                           "restore it, or pass --allow-config-change to continue with the checkpoint's "
+                           "environment and policies (only llm, logging and run settings and the interventions and "
+                           "surveys of later rounds take effect)")
+        if not budget_only:
+            env_side = [k for k in changed if not k.startswith(ROUTING_ONLY)
+                        and not _routing_only(k, checkpoint.get("config") or {}, to_dict(cfg))]
+            print(f"socialgym: warning: {layout.CONFIG} changed since the checkpoint ({shown}); continuing "
+                  f"(--allow-config-change){'; these keys do not take effect: ' + ', '.join(env_side) if env_side else ''}",
+                  file=sys.stderr)
+        meta.setdefault("config_changes", []).append({"round": checkpoint.get("round"), "keys": changed})
+        write_run_info(out, meta)
+        checkpoint["config_sha256"] = config_digest(out / layout.CONFIG)
+    try:
+        verify_outputs(out, checkpoint["sizes"], checkpoint["digests"])
+        for name, digest in checkpoint.get("files", {}).items():
+            path = out / name
+            if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                raise ValueError(f"{path} is {'missing' if not path.exists() else 'changed'}")
+    except ValueError as exc:
+        raise RunError(f"cannot resume: {exc}; restore the file, or delete {out / layout.CHECKPOINT} to restart "
+                       f"the run from round 0") from None
+
+
+def _routing_only(key: str, old: dict, new: dict) -> bool:
+    """``policy.groups`` changed only in which servers the groups use (``endpoints``/``model``):
+    that takes effect, like the llm section."""
+    from socialgym.experiments.define.forks import GROUP_ROUTING
+
+    if key != "policy.groups":
+        return False
+
+    def strip(cfg: dict) -> list:
+        groups = (cfg.get("policy") or {}).get("groups") or []
+        return [{k: v for k, v in g.items() if k not in GROUP_ROUTING} for g in groups if isinstance(g, dict)]
+    return strip(old) == strip(new)
+
+
+def flatten(tree: Any, prefix: str = "") -> dict:
+    """A nested mapping as {"a.b.c": leaf} (lists are leaves)."""
+    if isinstance(tree, Mapping):
+        flat = {}
+        for k, v in tree.items():
+            flat.update(flatten(v, f"{prefix}{k}."))
+        return flat or {prefix.rstrip("."): {}}
+    return {prefix.rstrip("."): tree}

@@ -36,7 +36,7 @@ from socialgym.rundir.layout import EXPOSURE_METRICS, NETWORK_METRICS, ROUND_COL
 class RunRecorder:
     def __init__(self, out: Path, *, agents: Sequence[str], groups: Sequence[str], kinds: Sequence[str],
                  coached: Sequence[bool], events: bool = True, ties: bool = True, transcripts: bool = False,
-                 surveys: bool = False, llm: bool = False, fallbacks_written: int = 0,
+                 surveys: bool = False, llm: bool = False, routes: bool = False, fallbacks_written: int = 0,
                  network_every: int = 1, max_rounds: int | None = None,
                  tie_digests: Mapping[str, str] | None = None) -> None:
         self.out = Path(out)
@@ -54,7 +54,7 @@ class RunRecorder:
         self._hashed: dict[str, int] = {}
         self.tie_digests: dict[str, str] = dict(tie_digests or {})
         self._writes = {layout.EVENTS: events, layout.TRANSCRIPTS: transcripts, layout.SURVEYS: surveys,
-                        layout.INTERVIEWS: surveys, layout.FALLBACKS: llm}
+                        layout.INTERVIEWS: surveys, layout.FALLBACKS: llm, layout.ROUTES: routes}
         self._fallbacks_written = fallbacks_written     # usage.fallbacks already in fallbacks.jsonl
         for name in TEXT_FILES:
             path = self.out / name
@@ -74,6 +74,13 @@ class RunRecorder:
         """One LLM request (called from the client's loop thread; one line per call)."""
         f = self._files.get(layout.TRANSCRIPTS)
         if f is not None and self.transcripts:
+            f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+
+    def route_line(self, entry: Mapping) -> None:
+        """One event of the LLM router (a failover, a breaker opening or closing), from the
+        client's loop thread; one line each in llm_routes.jsonl."""
+        f = self._files.get(layout.ROUTES)
+        if f is not None:
             f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
 
     def event(self, entry: Mapping) -> None:

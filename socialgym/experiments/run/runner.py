@@ -19,6 +19,10 @@ verified before it is unpickled (``checkpoint.py``); it names the run it belongs
 ``run_id`` of run.json), the config it was made with and a digest of every output file, and
 resume stops with a message naming the file when any of them differs. ``summary.json`` is
 rewritten from the checkpoint, and a missing report is rebuilt.
+
+Before each round the run's LLM spending is checked against ``llm.budget`` (``spending.py``):
+a round that would pass a limit is not started, and the run stops with ``"status": "budget"``.
+:func:`simulate` plays a config against a given client (the estimator's stand-in model).
 """
 
 from __future__ import annotations
@@ -37,9 +41,12 @@ import numpy as np
 
 from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.experiments.define import ExperimentConfig, LLMConfig, dump_yaml, load_config, thaw, to_dict
-from socialgym.experiments.run.checkpoint import CheckpointError, keep_snapshot, read_checkpoint, write_checkpoint
+from socialgym.experiments.run.checkpoint import (CheckpointError, check_checkpoint, config_digest, keep_snapshot,
+                                                  read_checkpoint, write_checkpoint)
 from socialgym.rundir.files import to_float
-from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs, verify_outputs
+from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs
+from socialgym.experiments.run.servers import bind_groups, client_settings, listen, run_endpoints
+from socialgym.experiments.run.spending import BUDGET_STATUS, Progress, Spending, Stop, set_budget
 from socialgym.experiments.errors import RunError
 from socialgym.rundir import (kind_of, layout, read_run_info, read_summary, was_started, write_personas, write_run_info,
                               write_summary, writer_lock)
@@ -69,24 +76,45 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
 
 
 def resume_experiment(out: str | Path, *, progress: bool | None = None, trust: bool = False,
-                      allow_config_change: bool = False) -> dict:
+                      allow_config_change: bool = False, budget: Mapping | None = None) -> dict:
     """Continue the run in ``out`` from its last completed round; a completed run is checked
     against its checkpoint, its summary rewritten from it and a missing report rebuilt.
 
     ``trust`` loads a checkpoint whose signature does not match this user's key (one from
     someone else: it can run code); ``allow_config_change`` continues although config.yaml was
     edited since the checkpoint (only its llm, logging and run sections and the interventions and
-    surveys of later rounds take effect: the environment and policies come from the checkpoint)."""
+    surveys of later rounds take effect: the environment and policies come from the checkpoint).
+    ``budget`` (``{"requests": 500, "usd": 5.0}``, as ``--budget``) sets those limits of
+    ``llm.budget`` in config.yaml first, recorded in run.json's ``config_changes``."""
     out = Path(out)
     with writer_lock(out, "resume"):
-        return _resume(out, progress, trust, allow_config_change)
+        return _resume(out, progress, trust, allow_config_change, budget)
 
 
-def _resume(out: Path, progress: bool | None, trust: bool, allow_config_change: bool) -> dict:
+def simulate(cfg: ExperimentConfig, out: str | Path, client, *, seed: int | None = None,
+             until_round: int | None = None) -> dict:
+    """Play ``cfg`` into the new folder ``out`` with ``client`` (a stand-in model's: the
+    estimator, the budget's round-1 prediction), stopping before round ``until_round + 1`` when
+    given; no budget check, no crash hooks. The caller owns ``client`` (its usage log is the
+    result); returns the summary."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"run_id": uuid.uuid4().hex, "condition": {}, "replicate": 0, "seed": cfg.seed if seed is None else seed}
+    write_run_info(out, meta)
+    dump_yaml(cfg, out / layout.CONFIG)
+
+    def boundary(r: int, usage) -> Stop | None:
+        return Stop("stopped", r) if until_round is not None and r > until_round else None
+    return _RunExecution(cfg, out, meta, False, client=client, boundary=boundary).execute(checkpoint=None)
+
+
+def _resume(out: Path, progress: bool | None, trust: bool, allow_config_change: bool,
+            budget: Mapping | None = None) -> dict:
     if kind_of(out) not in (None, "run"):
         raise RunError(f"{out} holds a {kind_of(out)}, not a run")
     if not (out / layout.CONFIG).exists():
         raise RunError(f"{out} is not a run directory (no {layout.CONFIG})")
+    changed = set_budget(out, budget) if budget else []
     cfg = load_config(out / layout.CONFIG)
     meta = read_run_info(out)
     if not isinstance(meta, dict) or not isinstance(meta.get("condition", {}), dict):
@@ -105,8 +133,11 @@ def _resume(out: Path, progress: bool | None, trust: bool, allow_config_change: 
             version = checkpoint.get("version") if isinstance(checkpoint, dict) else None
             raise RunError(f"{out / CHECKPOINT} has format {version}, this socialgym writes {CHECKPOINT_VERSION}; "
                            f"delete it to restart the run from round 0")
-        _check_checkpoint(out, checkpoint, cfg, meta, allow_config_change)
-    elif (read_summary(out) or {}).get("status") == "complete":
+        check_checkpoint(out, checkpoint, cfg, meta, allow_config_change)
+    elif changed:                           # nothing checkpointed yet: the run starts over, with the new limits
+        meta.setdefault("config_changes", []).append({"round": 0, "keys": changed})
+        write_run_info(out, meta)
+    if checkpoint is None and (read_summary(out) or {}).get("status") == "complete":
         if not cfg.run.checkpoint:       # nothing to verify against: the run said so itself
             return read_summary(out)
         raise RunError(f"{out / layout.SUMMARY} says the run is complete but {out / CHECKPOINT} is missing: "
@@ -114,65 +145,21 @@ def _resume(out: Path, progress: bool | None, trust: bool, allow_config_change: 
     return _RunExecution(cfg, out, meta, progress).execute(checkpoint=checkpoint)
 
 
-def config_digest(path: Path) -> str:
-    """SHA-256 of a run's config.yaml as the checkpoint records it."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _check_checkpoint(out: Path, checkpoint: dict, cfg: ExperimentConfig, meta: dict,
-                      allow_config_change: bool) -> None:
-    """The checkpoint belongs to this directory, was made with this config, and the outputs on
-    disk are what it recorded."""
-    if checkpoint.get("run_id") != meta.get("run_id"):
-        raise RunError(f"{out / CHECKPOINT} belongs to another run (run id {checkpoint.get('run_id')}, "
-                       f"{out / layout.RUN_INFO} says {meta.get('run_id')}): it was copied from elsewhere")
-    if checkpoint.get("config_sha256") != config_digest(out / layout.CONFIG):
-        old, new = _flatten(checkpoint.get("config") or {}), _flatten(to_dict(cfg))
-        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-        if not allow_config_change:
-            raise RunError(f"{out / layout.CONFIG} changed since the checkpoint ({shown or 'formatting only'}): "
-                           "restore it, or pass --allow-config-change to continue with the checkpoint's "
-                           "environment and policies (only llm, logging and run settings and the interventions and "
-                           "surveys of later rounds take effect)")
-        env_side = [k for k in changed
-                    if k.split(".")[0] not in ("llm", "logging", "run", "interventions", "surveys")]
-        print(f"socialgym: warning: {layout.CONFIG} changed since the checkpoint ({shown}); continuing "
-              f"(--allow-config-change){'; these keys do not take effect: ' + ', '.join(env_side) if env_side else ''}",
-              file=sys.stderr)
-        meta.setdefault("config_changes", []).append({"round": checkpoint.get("round"), "keys": changed})
-        write_run_info(out, meta)
-        checkpoint["config_sha256"] = config_digest(out / layout.CONFIG)
-    try:
-        verify_outputs(out, checkpoint["sizes"], checkpoint["digests"])
-        for name, digest in checkpoint.get("files", {}).items():
-            path = out / name
-            if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-                raise ValueError(f"{path} is {'missing' if not path.exists() else 'changed'}")
-    except ValueError as exc:
-        raise RunError(f"cannot resume: {exc}; restore the file, or delete {out / CHECKPOINT} to restart "
-                       f"the run from round 0") from None
-
-
-def _flatten(tree, prefix: str = "") -> dict:
-    if isinstance(tree, Mapping):
-        flat = {}
-        for k, v in tree.items():
-            flat.update(_flatten(v, f"{prefix}{k}."))
-        return flat or {prefix.rstrip("."): {}}
-    return {prefix.rstrip("."): tree}
-
-
 # ---------------------------------------------------------------------------------- one run
 class _RunExecution:
     """One execution of a run: build (or restore from a checkpoint) the environment and the
     policies, play the remaining rounds with a checkpoint after each, then write the summary."""
 
-    def __init__(self, cfg: ExperimentConfig, out: Path, meta: dict, progress: bool | None) -> None:
+    def __init__(self, cfg: ExperimentConfig, out: Path, meta: dict, progress: bool | None, *,
+                 client=None, boundary: Callable[[int, Any], Stop | None] | None = None) -> None:
         self.cfg, self.out, self.meta = cfg, out, meta
         self.show_progress = cfg.logging.progress if progress is None else progress
         self.seed = int(meta.get("seed", cfg.seed))
         self._files: dict | None = None
+        self.given_client, self.client = client, None        # given: a stand-in's (simulate)
+        self.spending = Spending(cfg, meta, out, self._first_round)
+        self.boundary = boundary or self.spending.check        # asked before every round
+        self.endpoint_stats = None
 
     def execute(self, checkpoint: dict | None) -> dict:
         if checkpoint is not None and self.cfg.run.snapshots and \
@@ -198,58 +185,108 @@ class _RunExecution:
             if wandb is not None:    # a failing run still closes its wandb run, marked failed
                 stack.callback(wandb.finish, exit_code=1)     # (a no-op after the normal finish)
             client = self._client(stack)
-            early: list[dict] = []          # requests made before the recorder exists (the persona survey)
-            if client is not None and cfg.logging.transcripts:
-                client.transcript = early.append
+            early: dict[str, list] = {"transcript": [], "route": []}   # before the recorder exists (the survey)
+            if client is not None:
+                listen(client, cfg, early["transcript"].append, early["route"].append)
             env, policy, obs, table, done_rounds, seconds, surveys = self._start(checkpoint, client)
-            recorder = RunRecorder(out, agents=env.possible_agents, groups=table["group"], kinds=table["kind"],
-                                   coached=table["coached"], events=cfg.logging.events, ties=cfg.logging.ties,
-                                   surveys=surveys is not None, llm=client is not None,
-                                   fallbacks_written=len(client.usage.fallbacks) if checkpoint and client else 0,
-                                   transcripts=cfg.logging.transcripts and client is not None,
-                                   network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds,
-                                   tie_digests={k[len(layout.TIES) + 1:]: v for k, v in checkpoint["digests"].items()
-                                                if k.startswith(layout.TIES + "/")} if checkpoint else None)
+            recorder = self._recorder(checkpoint, env, table, surveys, client)
             stack.callback(recorder.close)
-            if client is not None and cfg.logging.transcripts:
-                for entry in early:
+            if client is not None:
+                for entry in early["transcript"]:
                     recorder.transcript_line(entry)
-                client.transcript = recorder.transcript_line
-            bar = _Progress(self.show_progress, env.config.max_rounds, len(env.possible_agents))
+                for entry in early["route"]:
+                    recorder.route_line(entry)
+                listen(client, cfg, recorder.transcript_line, recorder.route_line)
             usage = client.usage if client is not None else None
             self._write_summary(env, table, "running", done_rounds, seconds, usage)
-            started = time.perf_counter() - seconds
-            groups = _group_members(env, table)
-            while env.agents:
-                r = env.round
-                obs = self._intervene(env, obs, recorder, groups, policy, table, client)   # this round's
-                if surveys is not None:
-                    surveys.observe(env)                                  # what the round's feeds show
-                obs, _, _, _, _ = env.step(policy.act(obs))               # act phase
-                _fault(r, "act")
-                obs, _, _, _, _ = env.step(policy.act(obs))               # vote phase
-                rows, network, posts = recorder.record_round(env, usage)
-                if surveys is not None and surveys.due(r, env.config.max_rounds):
-                    recorder.record_survey(*surveys.administer(r, env, policy, client))
-                recorder.record_fallbacks(usage)                          # with their reasons
-                sizes = recorder.sync()
-                _fault(r, "outputs")
+            state = {"obs": obs, "seconds": seconds, "stop": None}
+            self._play(env, policy, table, client, recorder, surveys, wandb, state)
+            obs, seconds, stop = state["obs"], state["seconds"], state["stop"]
+            if stop is not None:
+                summary = self._stopped(stop, env, policy, obs, table, client, recorder, seconds, surveys, checkpoint)
+            else:   # the last round's time, which the checkpoint holds too: a resume rewrites the same summary
+                summary = self._write_summary(env, table, "complete", env.config.max_rounds, seconds, usage)
                 if wandb is not None:
-                    wandb.log_round(r, rows, network, env.tie_matrix(), posts)
-                seconds = time.perf_counter() - started
-                if cfg.run.checkpoint:
-                    self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, seconds,
-                                     surveys)
-                self._write_summary(env, table, "running", r, seconds, usage)
-                bar.update(r, network, usage)
-            bar.close()
-            # the last round's time, which the checkpoint holds too: a resume rewrites the same summary
-            summary = self._write_summary(env, table, "complete", env.config.max_rounds, seconds, usage)
-            if wandb is not None:
-                wandb.finish(env.tie_matrix(), dict(zip(env.possible_agents, table["group"])))
-        if cfg.logging.report:
+                    wandb.finish(env.tie_matrix(), dict(zip(env.possible_agents, table["group"])))
+        if cfg.logging.report and (stop is None or stop.status == BUDGET_STATUS):
             build_pages(out)
         return summary
+
+    def _play(self, env, policy, table, client, recorder, surveys, wandb, state: dict) -> None:
+        """The remaining rounds, each with its files and checkpoint; ``state`` holds the last
+        observations, the run's seconds and (when a round boundary said so) why it stopped."""
+        cfg = self.cfg
+        usage = client.usage if client is not None else None
+        bar = Progress(self.show_progress, env.config.max_rounds, len(env.possible_agents), self.spending)
+        started = time.perf_counter() - state["seconds"]
+        groups = _group_members(env, table)
+        obs = state["obs"]
+        while env.agents:
+            r = env.round
+            state["stop"] = self.boundary(r, usage) if usage is not None else None
+            if state["stop"] is not None:
+                break
+            obs = self._intervene(env, obs, recorder, groups, policy, table, client)   # this round's
+            if surveys is not None:
+                surveys.observe(env)                                  # what the round's feeds show
+            obs, _, _, _, _ = env.step(policy.act(obs))               # act phase
+            self._fault(r, "act")
+            obs, _, _, _, _ = env.step(policy.act(obs))               # vote phase
+            rows, network, posts = recorder.record_round(env, usage)
+            if surveys is not None and surveys.due(r, env.config.max_rounds):
+                recorder.record_survey(*surveys.administer(r, env, policy, client))
+            recorder.record_fallbacks(usage)                          # with their reasons
+            sizes = recorder.sync()
+            self._fault(r, "outputs")
+            if wandb is not None:
+                wandb.log_round(r, rows, network, env.tie_matrix(), posts)
+            state["obs"], state["seconds"] = obs, time.perf_counter() - started
+            if cfg.run.checkpoint:
+                self._checkpoint(env, policy, obs, table, client, sizes, recorder.digests(), r, state["seconds"],
+                                 surveys)
+            self._write_summary(env, table, "running", r, state["seconds"], usage)
+            bar.update(r, network, usage)
+        bar.close()
+
+    def _recorder(self, checkpoint, env, table, surveys, client) -> RunRecorder:
+        cfg = self.cfg
+        return RunRecorder(self.out, agents=env.possible_agents, groups=table["group"], kinds=table["kind"],
+                           coached=table["coached"], events=cfg.logging.events, ties=cfg.logging.ties,
+                           surveys=surveys is not None, llm=client is not None,
+                           fallbacks_written=len(client.usage.fallbacks) if checkpoint and client else 0,
+                           transcripts=cfg.logging.transcripts and client is not None,
+                           routes=client is not None and bool(cfg.llm and cfg.llm.endpoints),
+                           network_every=cfg.logging.network_every, max_rounds=env.config.max_rounds,
+                           tie_digests={k[len(layout.TIES) + 1:]: v for k, v in checkpoint["digests"].items()
+                                        if k.startswith(layout.TIES + "/")} if checkpoint else None)
+
+    def _stopped(self, stop: Stop, env, policy, obs, table, client, recorder, seconds, surveys, checkpoint) -> dict:
+        """The run stops before round ``stop.before_round`` (its budget, or simulate's last
+        round): a fresh run that stops before round 1 checkpoints its start, so that resume
+        continues from there; the summary says why (``stopped``)."""
+        if self.cfg.run.checkpoint and checkpoint is None and stop.before_round == 1:
+            self._checkpoint(env, policy, obs, table, client, recorder.sync(), recorder.digests(), 0, seconds, surveys)
+        summary = self._summary(env, table, stop.status, stop.before_round - 1, seconds,
+                                client.usage if client is not None else None)
+        summary["stopped"] = stop.to_dict()
+        self._store_summary(summary)
+        return summary
+
+    def _first_round(self):
+        """The usage log of a stand-in run of this config's round 1 (the budget's prediction of
+        round 1, ``socialgym.experiments.run.standin``)."""
+        import tempfile
+
+        from socialgym.experiments.run.standin import stand_in_client, stand_in_config
+
+        with tempfile.TemporaryDirectory(prefix="socialgym-estimate-") as tmp, \
+                stand_in_client(self.cfg, self.seed) as client:
+            simulate(stand_in_config(self.cfg), Path(tmp) / "run", client, seed=self.seed, until_round=1)
+            return client.usage
+
+    def _fault(self, r: int, point: str) -> None:
+        if self.given_client is None:          # never in a stand-in's simulation
+            _fault(r, point)
 
     def _start(self, checkpoint: dict | None, client):
         """The run's state at its first round to play: built anew (outputs cleared) or restored
@@ -314,8 +351,14 @@ class _RunExecution:
     def _client(self, stack: contextlib.ExitStack):
         if not self.cfg.uses_llm():
             return None
-        cache = self.out / layout.LLM_CACHE if (self.cfg.llm or LLMConfig()).cache else None
-        return stack.enter_context(open_run_client(self.cfg, self.seed, self.out / "llm_server.log", cache))
+        if self.given_client is not None:
+            self.client = self.given_client
+        else:
+            cache = self.out / layout.LLM_CACHE if (self.cfg.llm or LLMConfig()).cache else None
+            self.client = stack.enter_context(open_run_client(self.cfg, self.seed, self.out / "llm_server.log",
+                                                              cache))
+        bind_groups(self.client, self.cfg)
+        return self.client
 
     def _build(self, client):
         """The environment and the scenario: policy groups over contiguous agent ranges."""
@@ -464,8 +507,8 @@ class _RunExecution:
                  "round": r, "env": env, "policy": policy, "obs": obs,
                  "table": table, "llm": client.state_dict() if client is not None else None,
                  "sizes": sizes, "digests": digests, "files": self._files, "seconds": seconds,
-                 "surveys": surveys}
-        write_checkpoint(self.out / CHECKPOINT, state, before_rename=lambda: _fault(r, "checkpoint"))
+                 "surveys": surveys, "endpoints": self._endpoints()}
+        write_checkpoint(self.out / CHECKPOINT, state, before_rename=lambda: self._fault(r, "checkpoint"))
         if self.cfg.run.snapshots:
             keep_snapshot(self.out, r)
 
@@ -474,6 +517,7 @@ class _RunExecution:
         rewritten from it if it differs, and a missing report is built."""
         env, table = checkpoint["env"], checkpoint["table"]
         usage = checkpoint["llm"]["usage"] if checkpoint["llm"] is not None else None
+        self.endpoint_stats = checkpoint.get("endpoints")
         summary = self._summary(env, table, "complete", env.config.max_rounds, checkpoint["seconds"], usage)
         on_disk = read_summary(self.out)
         if json.loads(json.dumps(summary, default=_json_default)) != on_disk:
@@ -519,7 +563,9 @@ class _RunExecution:
             llm = {"requests": t["requests"], "cached": t["cached"], "prompt_tokens": t["prompt_tokens"],
                    "completion_tokens": t["completion_tokens"], "fallbacks": len(usage.fallbacks),
                    "repairs": usage.repairs, "fallback_share": round(share, 4),
-                   "max_fallback_share": self.cfg.run.max_fallback_share}
+                   "max_fallback_share": self.cfg.run.max_fallback_share, **self.spending.summary(usage)}
+            if self._endpoints() is not None:
+                llm["endpoints"] = self._endpoints()
             if status == "complete" and t["requests"] and share > self.cfg.run.max_fallback_share:
                 problems.append(f"{share:.0%} of the LLM tasks (an agent's plan, texts, votes... in a round) "
                                 f"fell back ({len(usage.fallbacks)} fallbacks), more than run.max_fallback_share="
@@ -535,6 +581,11 @@ class _RunExecution:
             summary["problems"] = problems
         return summary
 
+    def _endpoints(self):
+        """Per-endpoint statistics of this execution's client (runs with ``llm.endpoints``)."""
+        if self.client is not None and self.cfg.llm is not None and self.cfg.llm.endpoints:
+            return self.client.endpoint_stats()
+        return self.endpoint_stats
 
     def _last_network(self) -> dict:
         """The last row of network.csv (read back, so a resumed run reports the same)."""
@@ -589,6 +640,8 @@ def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: P
         if not is_loopback(llm.base_url):        # say which variable, before anything starts
             raise RunError(f"llm: no API key for {llm.base_url}: set the environment variable {llm.api_key_env} "
                            "(llm.api_key_env names it)")
+    if llm.endpoints:
+        return open_client(endpoints=run_endpoints(cfg), **client_settings(cfg, seed, cache))
     return open_client(
         llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
         server_log=server_log, max_concurrency=llm.max_concurrency, timeout=llm.timeout,
@@ -629,38 +682,6 @@ def _wandb_logger(cfg: ExperimentConfig, out: Path, meta: dict):
 
 
 # ---------------------------------------------------------------------------------- helpers
-class _Progress:
-    """One status line: round, agents, LLM calls and tokens so far, mean reward, ties. Redrawn
-    in place on a terminal, one line per round otherwise (logs, CI)."""
-
-    def __init__(self, enabled: bool, rounds: int, agents: int) -> None:
-        self.enabled, self.rounds, self.agents = enabled, rounds, agents
-        self.tty = enabled and sys.stderr.isatty()
-        self.t0 = time.perf_counter()
-
-    def update(self, r: int, network: Mapping, usage) -> None:
-        if not self.enabled:
-            return
-        width = 20
-        filled = int(width * r / max(1, self.rounds))
-        llm = ""
-        if usage is not None:
-            t = usage.total()
-            llm = f" | LLM {t['requests']} calls {t['prompt_tokens'] + t['completion_tokens']} tok"
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] round {r}/{self.rounds} | {self.agents} agents{llm} | "
-                f"mean reward {network.get('mean_total', float('nan')):.3f} | ties {network.get('n_ties', 0)} | "
-                f"{time.perf_counter() - self.t0:.1f}s")
-        if self.tty:
-            sys.stderr.write("\r" + line)
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            sys.stderr.write("\n")
-
-
 # A seam for the crash tests, None (nothing happens) outside them. When set, the runner calls
 # ``_fault_hook(round, point)`` at the three points where a crash is hardest to recover from:
 # "act" (after the round's act step), "outputs" (the round's files written, its checkpoint not
@@ -690,4 +711,4 @@ def _json_default(value):
     return str(value)
 
 
-__all__ = ["run_experiment", "resume_experiment", "RunError"]
+__all__ = ["run_experiment", "resume_experiment", "simulate", "RunError"]

@@ -222,7 +222,8 @@ def _reporter(show: bool, total: int, results: list) -> Callable[[dict], None]:
     def report(result: dict) -> None:
         results.append(result)
         if show:
-            status = "done" if result["error"] is None else f"FAILED: {result['error']}"
+            status = f"FAILED: {result['error']}" if result["error"] is not None else \
+                "done" if result.get("status") in (None, "complete") else f"stopped ({result['status']})"
             _say(f"[{len(results)}/{total}] {result['job']} {status} ({result['seconds']:.1f} s)")
     return report
 
@@ -307,15 +308,15 @@ def run_job(job: Job, root: str, options: dict | None = None) -> dict:
         if isinstance(exc, KeyboardInterrupt):
             raise
         return _result(job, time.perf_counter() - t0, exc)
-    return _result(job, time.perf_counter() - t0, None)
+    return _result(job, time.perf_counter() - t0, None, (read_summary(path) or {}).get("status"))
 
 
-def _result(job: Job, seconds: float, exc: BaseException | None) -> dict:
+def _result(job: Job, seconds: float, exc: BaseException | None, status: str | None = None) -> dict:
     error = None
     if exc is not None:
         text = " ".join(str(exc).split()) or "(no message)"
         error = f"{type(exc).__name__}: {text}"
-    return {"job": job.name, "out": job.out, "seconds": seconds, "error": error}
+    return {"job": job.name, "out": job.out, "seconds": seconds, "error": error, "status": status}
 
 
 def verified_complete(root: Path, job: Job, todo: list[Job], options: dict | None = None) -> bool:
