@@ -61,6 +61,7 @@ bench: install
 bench-llm: install wordlist
 	$(BIN)/python -m pip install -q -e ".[bench]"
 	$(BIN)/python benchmarks/bench_prompts.py
+	$(BIN)/python benchmarks/bench_estimate.py
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_demo_text.py
 

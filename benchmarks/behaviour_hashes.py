@@ -12,8 +12,9 @@ For each run: ``rounds.csv``, ``network.csv`` and ``events.jsonl``.
     python benchmarks/behaviour_hashes.py --record   # writes benchmarks/results_behaviour_hashes.json
     python benchmarks/behaviour_hashes.py            # recomputes; exit 1 naming every file that differs
 
-The recorded file was written before issue 27's restructuring moved any code;
-``tests/test_behaviour_unchanged.py`` runs the check.
+The recorded file was written before issue 27's restructuring moved any code; the LLM run's
+three hashes were recorded again in issue 30, whose prompts (texts that answer, a seed per
+request) change that run on purpose. ``tests/test_behaviour_unchanged.py`` runs the check.
 """
 
 from __future__ import annotations

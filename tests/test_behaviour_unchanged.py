@@ -1,6 +1,7 @@
 """Issue 27's restructuring moved code, not behaviour: the files three runs write are
 byte-identical to those recorded before anything moved (benchmarks/behaviour_hashes.py;
-benchmarks/results_behaviour_hashes.json was written at 7b38bee)."""
+benchmarks/results_behaviour_hashes.json was written at 7b38bee; the LLM run's three files were
+recorded again in issue 30, which changes that run's prompts on purpose)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,12 @@ def _plan_of(body: dict) -> tuple[str | None, int | None]:
     users, rnd = re.search(r"Users you can interact with: ([^\n]*)", text), re.search(r"\bRound (\d+)\.", text)
     if not users or not rnd:
         return None, None
-    missing = [f"agent_{k}" for k in range(N_AGENTS) if f"agent_{k}" not in re.findall(r"agent_\d+", users.group(1))]
+    listed = set(re.findall(r"agent_\d+", users.group(1)))
+    span = re.fullmatch(r"agent_(\d+) to agent_(\d+)(?: except agent_(\d+))?", users.group(1).strip())
+    if span:                       # numbered users come as a range ("agent_0 to agent_5 except agent_3")
+        low, high, gap = int(span.group(1)), int(span.group(2)), span.group(3)
+        listed = {f"agent_{k}" for k in range(low, high + 1) if gap is None or k != int(gap)}
+    missing = [f"agent_{k}" for k in range(N_AGENTS) if f"agent_{k}" not in listed]
     return (missing[0] if len(missing) == 1 else None), int(rnd.group(1))
 
 

@@ -28,8 +28,8 @@ from socialgym.llm import open_client
 # choices under the schema, texts asked for plainly), topics from a short list, short quotes of
 # others' texts, a small memory view. Shared with `socialgym demo`.
 COMPACT_POLICY = {"generation": "split", "text_chars": 160, "text_tokens": 38, "new_topics": False,
-                  "max_topics": 6, "item_chars": 72,
-                  "memory": {"recent": 3, "peers_in_prompt": 1, "opinions_in_prompt": 2, "max_chars": 400}}
+                  "max_topics": 6, "item_chars": 56,
+                  "memory": {"recent": 3, "peers_in_prompt": 1, "opinions_in_prompt": 2, "max_chars": 320}}
 
 
 @dataclass(frozen=True)
