@@ -138,7 +138,7 @@ class LLMPolicy:
                  coach: Coach | None = None, *, coached: bool | Iterable[str] | Callable[[str], bool] = True,
                  prompts: PromptSet | None = None, generation: str = "auto", schema_ids: str = "auto",
                  max_users: int | None = None, max_posts: int | None = None, max_dms: int | None = None,
-                 max_vote_items: int | None = None, max_topics: int | None = 12, item_chars: int = 40,
+                 max_vote_items: int | None = None, max_topics: int | None = 10, item_chars: int = 40,
                  text_chars: int = 200, new_topics: bool = True, memory: Mapping[str, Any] | None = None,
                  seed: int = 0, plan_tokens: int | None = None, vote_tokens: int | None = None,
                  text_tokens: int | None = None) -> None:
@@ -340,7 +340,7 @@ class LLMPolicy:
         topics, topics_cut = self._topics(agent, obs)
         dm_lines = "\n".join(f"- DM id {d['id']} from {d['author']} [{d['topic']}]: {clip_text(d['text'], self.item_chars)}"
                              for d in dms) or "- none"
-        post_lines = "\n".join(f"- id {it['id']} by {it['author']} [{it['topic']}] ({it['likes']} likes): "
+        post_lines = "\n".join(f"- id {it['id']} by {it['author']} [{it['topic']}] {it['likes']} likes: "
                                f"{clip_text(it['text'], self.item_chars)}" for it in feed) or "- none"
         if cuts["dms"]:
             dm_lines += f"\n- ({cuts['dms']} more DMs not listed)"
@@ -535,7 +535,7 @@ class LLMPolicy:
         fmt = pr.render("vote_format_list" if self.id_mode == "validate" else "vote_format_keyed")
         user = pr.render("vote_user", round=obs["round"], items=lines, issue=p.issue, stances=stances, format=fmt,
                          relationship_header=", relationship" if any(known) else "",
-                         relationship_hint=" and your relationships" if any(known) else "")
+                         relationship_hint=" and relationships" if any(known) else "")
         ids = [it["id"] for it in items]
         reply = await self.client.complete_json(
             [system, {"role": "user", "content": user}], vote_schema(ids, STANCES, self.id_mode),

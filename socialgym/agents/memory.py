@@ -22,7 +22,7 @@ Recency is ``1 / (1 + age in rounds)``; importance is 1 for a DM received, 0.8 f
 a DM sent, 0.6 for a comment, 0.3 for a post. With the defaults (``beta`` 2, ``delta`` 0.2,
 ``forget_below`` 0.065) a peer known only through comments drops out of the view 20 rounds after
 the last one, while DMs and mentions stay eligible (the view still shows only the top peers).
-The default ``max_chars`` of 500 keeps the view under 150 tokens, also when it is dense in
+The default ``max_chars`` of 420 keeps the view under 130 tokens, also when it is dense in
 ids and numbers (about 3.5 characters a token).
 """
 
@@ -95,7 +95,7 @@ class Relationship:
 
 class AgentMemory:
     def __init__(self, *, recent: int = 3, peers_in_prompt: int = 3, opinions_in_prompt: int = 3,
-                 text_chars: int = 48, max_chars: int = 500, beta: float = 2.0, delta: float = 0.2,
+                 text_chars: int = 48, max_chars: int = 420, beta: float = 2.0, delta: float = 0.2,
                  forget_below: float = 0.065) -> None:
         for name, value in (("recent", recent), ("peers_in_prompt", peers_in_prompt),
                             ("opinions_in_prompt", opinions_in_prompt)):

@@ -41,25 +41,25 @@ from pathlib import Path
 from typing import Mapping
 
 REWARD_DOCS: dict[str, str] = {
-    "SOC": "SOC (social interaction): your COMs and DMs, and those sent to you. Answer who wrote to you.",
-    "INF": "INF (information): new and varied topics in your feed. Pick topics you have not met lately.",
-    "PRE": "PRE (self-presentation): your POSTs and their likes minus dislikes. Post briefly; end with a question.",
-    "COORD": "COORD (coordination): @mentions of you, and your DM answers. Set mention to a listed user.",
+    "SOC": "SOC (social interaction): COMs and DMs you send and get. Answer who wrote to you.",
+    "INF": "INF (information): new, varied topics in your feed. Pick topics you have not met lately.",
+    "PRE": "PRE (self-presentation): your POSTs and their net likes. Post briefly; end with a question.",
+    "COORD": "COORD (coordination): @mentions of you, your DM answers. Set mention to a listed user.",
     "EMO": "EMO (emotional support): how positive the COMs and DMs you get are. A supportive tone brings it.",
 }
 
 PERSONA = """\
-You are {name}, {role}. {description} Stance: {name} {stance}. Writing style: {style}. \
-Personality: {personality}."""
+You are {name}, {role}. {description} Stance: {stance}. Writing style: {style}. Personality: \
+{personality}."""
 
 GAME = """\
 A social media game of several rounds. Each round every user takes exactly {n_actions} actions: \
-POST (public post), COM (public comment on a post), DM (private message) or NOT (nothing). \
-Others read, answer and vote on what you write; exchanges build relationships over the rounds, \
-so use what you remember."""
+POST (public post), COM (comment on a post), DM (private message) or NOT (nothing). Others \
+read, answer and vote on your texts; exchanges build relationships over the rounds, so use what \
+you remember."""
 
 REWARDS = """\
-Your round score mixes five parts (each 0 to 1) with weights λ that sum to 1:
+Your round score mixes five parts (0 to 1 each) with weights λ that sum to 1:
 {reward_docs}"""
 
 GOAL = """\
@@ -69,7 +69,7 @@ TOPIC_RULE_OPEN = "Topics may be new."
 
 TOPIC_RULE_CLOSED = "Topics: listed ones only."
 
-TEXT_RULE = ', "text" (what you write, in your voice, at most two sentences)'
+TEXT_RULE = ', "text" (your words, at most two sentences)'
 
 PLAN_FORMAT = """\
 Reply with JSON {{"actions": [...]}}, {n_actions} objects with keys "type" (POST, COM, DM, \
@@ -112,7 +112,7 @@ Round {round} votes: like (1), dislike (-1) or skip (0) each item, as your perso
 {relationship_hint} would.
 Items (id, sender, content{relationship_header}):
 {items}
-Then your stance now on {issue}: one of {stances}.
+Your stance now on {issue}: one of {stances}.
 {format}"""
 
 VOTE_FORMAT_KEYED = """\
