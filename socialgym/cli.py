@@ -219,10 +219,12 @@ def _resume(args) -> int:
     if is_sweep(args.dir):
         from socialgym.experiments.run import sweep as sweeps
         from socialgym.experiments.run.spending import set_budget
-        if budget:
-            set_budget(args.dir, budget)
-        result = sweeps.resume_sweep(args.dir, progress=progress, trust=args.trust,
-                                     allow_config_change=args.allow_config_change)
+        from socialgym.rundir.lock import writer_lock
+        with writer_lock(args.dir, "resume"):         # no job config rewritten while another process runs it
+            if budget:
+                set_budget(args.dir, budget)
+            result = sweeps.resume_sweep(args.dir, progress=progress, trust=args.trust,
+                                         allow_config_change=args.allow_config_change)
         return _print_sweep(args.dir, result, "complete in")
     return _print_done(args.dir, resume_experiment(args.dir, progress=progress, trust=args.trust,
                                                    allow_config_change=args.allow_config_change, budget=budget))

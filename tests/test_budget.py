@@ -273,3 +273,16 @@ def test_a_fork_counts_only_its_own_rounds(tmp_path, capsys):
     assert summary["rounds_completed"] == 3 and summary["stopped"]["before_round"] == 4
     assert summary["stopped"]["spent"]["requests"] == 6
     assert "6 requests spent + 6 requests predicted for round 4" in capsys.readouterr().err
+
+
+def test_a_pool_of_models_is_priced_at_its_dearest_member():
+    """A cache hit records the pool's models joined ("a,b"): priced at the dearer one, by hand:
+    1,000 prompt + 500 completion tokens at b's 2.0 / 8.0 USD per 1M = 0.002 + 0.004 = 0.006."""
+    from socialgym.llm.budget import price_of, total
+    from socialgym.llm.usage import Call
+
+    prices = {"a": {"prompt": 0.5, "completion": 1.0}, "b": {"prompt": 2.0, "completion": 8.0}}
+    assert price_of(prices, "a,b") == prices["b"] and price_of(prices, "a") == prices["a"]
+    assert price_of(prices, "a,c") is None and price_of(prices, "c") is None
+    call = Call("agent_0", 1, "plan", 1000, 500, 0.0, True, 0, True, model="a,b")
+    assert abs(total([call], prices).usd - 0.006) < 1e-12

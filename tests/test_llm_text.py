@@ -22,6 +22,7 @@ import pytest
     ("Dear Ani,\n\nI hope you are well. More here.", "Dear Ani, I hope you are well. More here."),  # a greeting
     ("Hi there\n\nSolar is cheap now.", "Hi there, Solar is cheap now."),
     ("Done.\n\nSecond paragraph.", "Done."),                                 # a sentence is no greeting
+    ("Solar power\n\nIt is cheap now.", "Solar power"),                      # nor a title
     ("A: Solar is cheap now.", "Solar is cheap now."),                         # a bare answer label
     ("Ana: Solar is cheap now.", "Ana: Solar is cheap now."),                  # a name is no label
 ])

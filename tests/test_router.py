@@ -399,3 +399,18 @@ def test_kill_drops_requests_in_flight_and_refuses_later_ones():
         with pytest.raises(LLMError, match="Connect call failed|Connection refused|ConnectError"):
             client.run(client.chat(message(None, 1)))
         assert len(server.requests) == 1
+
+
+def test_a_named_key_variable_never_falls_back_to_another_servers_key(monkeypatch):
+    """An endpoint whose api_key_env is unset is refused, even with OPENAI_API_KEY set: that key
+    belongs to another server and must not be sent to this one."""
+    from socialgym.llm.router import Endpoint
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-key-for-api-openai-com")
+    monkeypatch.delenv("GPU_KEY", raising=False)
+    named = Endpoint("http://10.0.0.7:8000/v1", "m", name="gpu", api_key_env="GPU_KEY")
+    with pytest.raises(ValueError, match="GPU_KEY"):
+        named.key()
+    monkeypatch.setenv("GPU_KEY", "gpu-secret")
+    assert named.key() == "gpu-secret"
+    assert Endpoint("http://10.0.0.7:8000/v1", "m").key() == "sk-openai-key-for-api-openai-com"   # none named

@@ -52,12 +52,12 @@ def test_a_comment_quotes_its_post_and_the_post_above_a_comment():
                "text": "Offshore costs twice as much per megawatt."}
     policy._remember_items({"feed": [post, comment], "dms": []})
     action = {"type": "COM", "target_id": 9, "tone": "critical", "mention": None}
-    user = user_of(policy.text_messages("agent_0", {}, action, {9: comment}))
+    user = user_of(policy.text_messages("agent_0", action, {9: comment}))
     # the comment answered whole (text_chars = 200), the post above it cut to item_chars = 40
     assert f'{names["agent_2"]} posted: "Offshore costs twice as much per megawatt."' in user
     assert f'{names["agent_1"]} posted: "Wind farms should go offshore where nob…"' in user
     assert user.index(names["agent_1"]) < user.index(names["agent_2"])          # the thread's head first
-    on_post = user_of(policy.text_messages("agent_0", {}, {**action, "target_id": 4}, {4: post}))
+    on_post = user_of(policy.text_messages("agent_0", {**action, "target_id": 4}, {4: post}))
     assert on_post.count(" posted: ") == 1                                      # a post has no head
 
 
@@ -70,16 +70,15 @@ def test_a_dm_carries_the_conversation_with_its_recipient():
                  "dms": [{"round": 1, "author": "agent_1", "topic": "food", "text": "Only tomatoes, sadly."}]})
     reply = {"type": "DM", "recipient": "agent_1", "target_id": 7, "tone": "supportive"}
     dm = {"id": 7, "type": "DM", "author": "agent_1", "topic": "food", "text": "Only tomatoes, sadly."}
-    user = user_of(policy.text_messages("agent_0", {}, reply, {7: dm}))
+    user = user_of(policy.text_messages("agent_0", reply, {7: dm}))
     assert f'Your latest messages with {names["agent_1"]}:\n- you: "Do you grow your own?"\n' in user
     assert user.count("Only tomatoes, sadly.") == 1                  # the DM answered is quoted once, below
     assert f'{names["agent_1"]} sent you a private message: "Only tomatoes, sadly."' in user
     assert "Not for agent_1." not in user                            # another peer's conversation
-    new = user_of(policy.text_messages("agent_0", {}, {"type": "DM", "recipient": "agent_1", "target_id": None,
+    new = user_of(policy.text_messages("agent_0", {"type": "DM", "recipient": "agent_1", "target_id": None,
                                                        "topic": "food", "tone": "neutral"}, {}))
     assert f'- you: "Do you grow your own?"\n- {names["agent_1"]}: "Only tomatoes, sadly."\n' in new
-    other = user_of(policy.text_messages(
-        "agent_0", {}, {"type": "DM", "recipient": "agent_2", "target_id": None, "topic": "x", "tone": "neutral"}, {}))
+    other = user_of(policy.text_messages("agent_0", {"type": "DM", "recipient": "agent_2", "target_id": None, "topic": "x", "tone": "neutral"}, {}))
     assert f'Your latest messages with {names["agent_2"]}:\n- you: "Not for agent_1."\n' in other
     assert "tomatoes" not in other
 
@@ -89,10 +88,10 @@ def test_a_post_quotes_the_agents_two_latest_posts():
     mem = policy.memories["agent_0"]
     for r, text in enumerate(("First post.", "Second post.", "Third post."), start=1):
         mem.record_actions(r, [{"type": "POST", "topic": "t", "text": text}], {})
-    user = user_of(policy.text_messages("agent_0", {}, {"type": "POST", "topic": "t", "tone": "neutral",
+    user = user_of(policy.text_messages("agent_0", {"type": "POST", "topic": "t", "tone": "neutral",
                                                         "mention": None}, {}))
     assert user.startswith('Your recent posts: "Second post." | "Third post."\n')
-    first = user_of(policy.text_messages("agent_1", {}, {"type": "POST", "topic": "t", "tone": "neutral",
+    first = user_of(policy.text_messages("agent_1", {"type": "POST", "topic": "t", "tone": "neutral",
                                                          "mention": None}, {}))
     assert first.startswith("Write a new public post about t in a neutral tone.")   # nothing posted yet
 

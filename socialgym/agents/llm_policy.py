@@ -406,7 +406,7 @@ class LLMPolicy:
         mem.record_actions(obs["round"], env_actions, {it["id"]: it["author"] for it in obs["feed"]})
         return {"actions": env_actions}
 
-    def text_messages(self, agent: str, obs: dict, action: dict, items: Mapping[int, dict]) -> list[dict]:
+    def text_messages(self, agent: str, action: dict, items: Mapping[int, dict]) -> list[dict]:
         """The plain text request of one planned action: the persona, then one short instruction
         with what the text answers (the item answered cut to ``text_chars``, the rest to
         ``item_chars``): a COM gets the post it replies to
@@ -472,7 +472,7 @@ class LLMPolicy:
 
     async def _write(self, agent: str, obs: dict, slot: int, action: dict, items: Mapping[int, dict]) -> None:
         reply = await self.client.complete_text(
-            self.text_messages(agent, obs, action, items), clean=lambda raw: clean_text(raw, self.text_chars),
+            self.text_messages(agent, action, items), clean=lambda raw: clean_text(raw, self.text_chars),
             agent=agent, round=obs["round"], purpose="write",
             max_tokens=self.text_tokens or self.text_chars // 4 + 8,
             seed=self.request_seed(agent, obs["round"], "write", slot))

@@ -15,9 +15,12 @@ price (``Call.model``; a call without one is priced as ``default_model``).
 **The next round's prediction** is the largest spend of one completed round so far, counting
 every request of that round, cached or not (a round replayed from the cache after a resume
 would otherwise look cheap): rounds grow as memories and feeds fill, so the largest past round
-is the better guess than the mean, and the check stays on the safe side. Before any round was
-completed there is nothing to go by here; the experiment runner then asks the estimator
-(``socialgym.experiments.run.estimate``) for round 1.
+is a better guess than the mean. It is a prediction, not a bound: a round that grows past the
+largest so far (early rounds grow fastest) can take the spend past a limit by that growth.
+Before any round was completed there is nothing to go by here; the experiment runner then
+simulates round 1 against the estimator's stand-in model
+(``socialgym.experiments.run.standin``), whose tokens are characters / 4 (a real tokenizer
+counts more: docs/experiments.md).
 """
 
 from __future__ import annotations
@@ -199,6 +202,18 @@ def cost(prompt_tokens: int, completion_tokens: int, price: Mapping[str, float])
     return (prompt_tokens * price["prompt"] + completion_tokens * price["completion"]) / TOKENS_PER_PRICE
 
 
+def price_of(prices: Mapping, model: str | None) -> Mapping[str, float] | None:
+    """The price of ``model``; for a pool of models (a cache hit records the pool's names joined
+    by commas: which one first answered is not kept) the price of its dearest member, so a
+    budget errs on the safe side; None when a model has no price."""
+    if model is None or model in prices:
+        return prices.get(model)
+    members = [prices.get(m) for m in model.split(",")]
+    if "," not in model or any(p is None for p in members):
+        return None
+    return max(members, key=lambda p: cost(1_000_000, 1_000_000, p))
+
+
 def was_sent(call: Any) -> bool:
     """Whether a usage record is a request that reached a server (not a cache hit, not refused
     before sending)."""
@@ -223,7 +238,7 @@ def total(calls: Iterable[Any], prices: Mapping | None = None, default_model: st
         prompt += c.prompt_tokens
         completion += c.completion_tokens
         if usd is not None and (c.prompt_tokens or c.completion_tokens):     # no tokens: nothing to price
-            price = prices.get(model_of(c, default_model))
+            price = price_of(prices, model_of(c, default_model))
             usd = None if price is None else usd + cost(c.prompt_tokens, c.completion_tokens, price)
     return Spend(requests, prompt, completion, usd)
 

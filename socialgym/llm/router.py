@@ -33,8 +33,6 @@ from urllib.parse import urlparse
 from socialgym.llm.sanitize import one_line, redact
 from socialgym.platform.validation import is_int, is_number, show
 
-ROUTE_EVENT_KINDS = ("failover", "breaker_open", "breaker_half_open", "breaker_closed")
-BREAKER_STATES = ("closed", "open", "half_open")
 NO_KEY = "no-key-required"
 """The key sent to a loopback server that needs none (the openai client wants some key)."""
 
@@ -81,16 +79,19 @@ class Endpoint:
         return cls(**{str(k): v for k, v in value.items()})
 
     def key(self) -> str:
-        """The API key for this server (never logged): ``api_key``, the variable ``api_key_env``,
-        ``OPENAI_API_KEY``; a loopback server may go without one. ValueError when none is found."""
-        key = self.api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
-        key = key or os.environ.get("OPENAI_API_KEY")
+        """The API key for this server (never logged): ``api_key``, else the variable ``api_key_env``,
+        else (no variable named) ``OPENAI_API_KEY``: a named variable that is unset never falls back
+        to another server's key. A loopback server may go without one. ValueError when none is found."""
+        if self.api_key_env:
+            key = self.api_key or os.environ.get(self.api_key_env)
+        else:
+            key = self.api_key or os.environ.get("OPENAI_API_KEY")
         if key:
             return key
         if is_loopback(self.base_url):
             return NO_KEY
-        where = f"the environment variable {self.api_key_env} or " if self.api_key_env else ""
-        raise ValueError(f"no API key for endpoint {self.name or self.base_url}: set {where}OPENAI_API_KEY, or give "
+        where = f"the environment variable {self.api_key_env}" if self.api_key_env else "OPENAI_API_KEY"
+        raise ValueError(f"no API key for endpoint {self.name or self.base_url}: set {where}, or give "
                          f"it api_key (only loopback servers may go without one; base_url is {self.base_url})")
 
 

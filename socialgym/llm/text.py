@@ -32,6 +32,7 @@ ENDING_ABBREVIATIONS = frozenset({"etc", "al", "inc", "ltd", "co", "corp", "jr",
 """Abbreviations that often end a sentence too: with their period, like an initialism (``U.S.``),
 they end one only before a word that does not start with a lowercase letter."""
 _INITIALISM = re.compile(r"[A-Za-z]{1,3}(?:\.[A-Za-z]{1,3})+")
+_GREETING = re.compile(r"(?:dear|hi|hey|hello|greetings|good (?:morning|afternoon|evening))\b", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 
 
@@ -60,9 +61,10 @@ def clean_text(raw: str | None, max_chars: int, *, max_sentences: int = 2, keep:
 
 
 def _salutation(paragraph: str) -> bool:
-    """Whether a paragraph is only a greeting ("Dear Ani,", "Hi there"): at most three words and
-    no sentence end."""
-    return len(paragraph.split()) <= 3 and not re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", paragraph)
+    """Whether a paragraph is only a greeting ("Dear Ani,", "Hi there"): a greeting word, at most
+    three words and no sentence end."""
+    return len(paragraph.split()) <= 3 and bool(_GREETING.match(paragraph)) and \
+        not re.search(r"[.!?\u2026][\"'\u201d\u2019)]*$", paragraph)
 
 
 def _unpaired_quotes(text: str) -> str:

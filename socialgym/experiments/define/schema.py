@@ -200,7 +200,7 @@ class EndpointConfig:
     model: str
     api_key_env: str | None = None
     """Name of the variable holding this server's key (None: ``llm.api_key_env``'s)."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     """Accepted like ``llm.api_key``; removed from every file the run writes."""
     max_concurrency: int = 16
     weight: float = 1.0
@@ -215,7 +215,7 @@ class LLMConfig:
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable that holds the key (the key itself is never stored)."""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     """Accepted for convenience; removed from every file the run writes."""
     max_concurrency: int = 16
     timeout: float = 60.0

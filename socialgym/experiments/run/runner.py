@@ -204,6 +204,8 @@ class _RunExecution:
             obs, seconds, stop = state["obs"], state["seconds"], state["stop"]
             if stop is not None:
                 summary = self._stopped(stop, env, policy, obs, table, client, recorder, seconds, surveys, checkpoint)
+                if wandb is not None and stop.status == BUDGET_STATUS:    # resumable, not failed
+                    wandb.finish(exit_code=0)
             else:   # the last round's time, which the checkpoint holds too: a resume rewrites the same summary
                 summary = self._write_summary(env, table, "complete", env.config.max_rounds, seconds, usage)
                 if wandb is not None:

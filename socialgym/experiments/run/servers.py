@@ -25,7 +25,7 @@ def run_endpoints(cfg: ExperimentConfig) -> list[dict]:
     out = []
     for e in llm.endpoints:
         variable = e.api_key_env or llm.api_key_env
-        has_key = e.api_key or llm.api_key or os.environ.get(variable) or os.environ.get("OPENAI_API_KEY")
+        has_key = e.api_key or llm.api_key or os.environ.get(variable)     # never another variable's key
         if not has_key and not is_loopback(e.base_url):
             raise RunError(f"llm.endpoints: no API key for {e.name} ({e.base_url}): set the environment variable "
                            f"{variable} (the endpoint's api_key_env, else llm.api_key_env)")
