@@ -47,6 +47,29 @@ def answering(events: list[dict]) -> dict:
     return {"comments_on_texts": len(pairs), "comments_sharing_a_content_word": shared}
 
 
+ECHO_WORDS = 6
+"""A text *echoes* its request when it repeats this many consecutive words of the request's own
+instruction and quotes (the small model copying the post it answers or its own earlier post)."""
+
+
+def echoes(run_dir: Path) -> dict:
+    """Of the text requests (purpose ``write``) in the run's transcripts, how many replies repeat
+    ``ECHO_WORDS`` consecutive words of their request's user message."""
+    from socialgym.rundir import layout
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", text.lower().replace("\u2019", "'"))
+
+    rows = [json.loads(line) for line in (run_dir / layout.TRANSCRIPTS).read_text().splitlines() if line.strip()]
+    writes = [r for r in rows if r.get("purpose") == "write" and r.get("reply")]
+    echoed = 0
+    for r in writes:
+        asked, said = words(r["messages"][-1]["content"]), words(r["reply"])
+        runs = {tuple(asked[i:i + ECHO_WORDS]) for i in range(len(asked) - ECHO_WORDS + 1)}
+        echoed += any(tuple(said[i:i + ECHO_WORDS]) in runs for i in range(len(said) - ECHO_WORDS + 1))
+    return {"text_requests": len(writes), "texts_echoing_their_request": echoed}
+
+
 def measure(run_dir: Path, seconds: float | None) -> dict:
     from socialgym.metrics.language import english_share, load_wordlist
 
@@ -66,7 +89,7 @@ def measure(run_dir: Path, seconds: float | None) -> dict:
             "completion_tokens_per_agent_round": round(llm["completion_tokens"] / agent_rounds, 1),
             "fallbacks": llm["fallbacks"], "repairs": llm["repairs"], "examples": examples,
             "distinct_texts": len(set(texts)), "texts_opening_with_a_mention": opening,
-            **answering(events),
+            **answering(events), **echoes(run_dir),
             "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores"}
 
 
@@ -80,6 +103,8 @@ def markdown(m: dict) -> str:
             ("texts opening with an @mention", m["texts_opening_with_a_mention"]),
             ("comments sharing a content word with the post they answer",
              f"{m['comments_sharing_a_content_word']} of {m['comments_on_texts']}"),
+            (f"replies repeating {ECHO_WORDS}+ consecutive words of their own text request",
+             f"{m['texts_echoing_their_request']} of {m['text_requests']}"),
             ("median share of English words per text", f"{100 * m['median_word_share']:.0f} %"),
             ("requests per agent-round", m["requests_per_agent_round"]),
             ("prompt tokens per agent-round (SmolLM2 tokenizer)", f"{m['prompt_tokens_per_agent_round']:,.0f}"),

@@ -154,3 +154,17 @@ def test_against_the_fake_comments_quote_their_targets_equal_prompts_get_other_s
         replay, usage = run_episode(s4, cache=cache)
         assert s4.requests == [] and usage["cached"] == usage["requests"] > 0
     assert replay == first
+
+
+def test_own_posts_sets_how_many_are_quoted_and_0_quotes_none():
+    policy, _ = policy_with_memory()
+    for r, text in enumerate(("First post.", "Second post.", "Third post."), start=1):
+        policy.memories["agent_0"].record_actions(r, [{"type": "POST", "topic": "t", "text": text}], {})
+    post = {"type": "POST", "topic": "t", "tone": "neutral", "mention": None}
+    policy.own_posts = 1
+    assert user_of(policy.text_messages("agent_0", post, {})).startswith('Your recent posts: "Third post."\n')
+    policy.own_posts = 0
+    assert user_of(policy.text_messages("agent_0", post, {})).startswith("Write a new public post about t")
+    for bad in (-1, 21, 1.5, "2"):
+        with pytest.raises(ValueError, match="own_posts"):
+            LLMPolicy.check_params(own_posts=bad)

@@ -26,9 +26,10 @@ from socialgym.llm import open_client
 
 # What a 135M-parameter model on two CPU cores needs (docs/llm.md): split generation (closed
 # choices under the schema, texts asked for plainly), topics from a short list, short quotes of
-# others' texts, a small memory view. Shared with `socialgym demo`.
+# others' texts, a small memory view, and no quotes of the agent's own posts (such a small model
+# copies them instead of avoiding them: docs/llm.md). Shared with `socialgym demo`.
 COMPACT_POLICY = {"generation": "split", "text_chars": 160, "text_tokens": 38, "new_topics": False,
-                  "max_topics": 6, "item_chars": 56,
+                  "max_topics": 6, "item_chars": 56, "own_posts": 0,
                   "memory": {"recent": 3, "peers_in_prompt": 1, "opinions_in_prompt": 2, "max_chars": 320}}
 
 

@@ -65,8 +65,8 @@ TOKEN_PARAMS = ("plan_tokens", "vote_tokens", "text_tokens")
 MAX_REPLY_TOKENS = 1_000_000
 """Largest ``plan_tokens`` / ``vote_tokens`` / ``text_tokens`` (None: sized from the request)."""
 VIEW_CAPS = ("max_users", "max_posts", "max_dms", "max_vote_items", "max_topics")
-OWN_POSTS_SHOWN = 2
-"""A POST's text request quotes the agent's latest posts, at most this many."""
+MAX_OWN_POSTS = 20
+"""Largest ``own_posts``: a POST's text request quotes at most this many of the agent's posts."""
 CONVERSATION_SHOWN = 3
 """A DM's text request quotes the latest messages with its recipient, at most this many."""
 SEEN_ITEMS_KEPT = 5_000
@@ -141,12 +141,12 @@ class LLMPolicy:
                  max_vote_items: int | None = None, max_topics: int | None = 10, item_chars: int = 40,
                  text_chars: int = 200, new_topics: bool = True, memory: Mapping[str, Any] | None = None,
                  seed: int = 0, plan_tokens: int | None = None, vote_tokens: int | None = None,
-                 text_tokens: int | None = None) -> None:
+                 text_tokens: int | None = None, own_posts: int = 2) -> None:
         LLMPolicy.check_params(generation=generation, schema_ids=schema_ids, max_users=max_users,
                                max_posts=max_posts, max_dms=max_dms, max_vote_items=max_vote_items,
                                max_topics=max_topics, item_chars=item_chars, text_chars=text_chars,
                                new_topics=new_topics, memory=memory, seed=seed, plan_tokens=plan_tokens,
-                               vote_tokens=vote_tokens, text_tokens=text_tokens)
+                               vote_tokens=vote_tokens, text_tokens=text_tokens, own_posts=own_posts)
         self.client = client
         self.prompts = prompts or (coach.prompts if coach is not None else PromptSet())
         self.coach = coach
@@ -159,6 +159,7 @@ class LLMPolicy:
         self.memory_kwargs = dict(memory or {})
         self.seed = seed
         self.plan_tokens, self.vote_tokens, self.text_tokens = plan_tokens, vote_tokens, text_tokens
+        self.own_posts = own_posts
         if isinstance(personas, (str, Path)):
             personas = load_personas(personas)
         self._persona_arg = personas
@@ -191,6 +192,10 @@ class LLMPolicy:
             value = params.get(name)
             if value is not None and (not is_int(value, numpy=False) or value < 1):
                 raise ParamError(name, f"{name} must be a positive integer or None (show all), got {show(value)}")
+        if "own_posts" in params and (not is_int(params["own_posts"], numpy=False)
+                                      or not 0 <= params["own_posts"] <= MAX_OWN_POSTS):
+            raise ParamError("own_posts", f"own_posts must be an integer in [0, {MAX_OWN_POSTS}], "
+                                          f"got {show(params['own_posts'])}")
         if params.get("memory") is not None:
             _check_memory(params["memory"])
         if "seed" in params:
@@ -202,7 +207,7 @@ class LLMPolicy:
         return {**self.__dict__, "client": None}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update({"_seen": {}, **state})     # checkpoints written before thread heads
+        self.__dict__.update({"_seen": {}, "own_posts": 2, **state})    # checkpoints from before issue 30
 
     # ------------------------------------------------------------------ modes
     @property
@@ -437,8 +442,11 @@ class LLMPolicy:
         return [{"role": "system", "content": self.persona_block(agent)}, {"role": "user", "content": user}]
 
     def _own_posts(self, agent: str) -> str:
+        """The agent's ``own_posts`` latest posts, quoted (none when 0)."""
+        if not self.own_posts:
+            return ""
         posts = [i.text for i in self.memories[agent].conversation if i.direction == "out" and i.kind == "POST"
-                 and i.text][-OWN_POSTS_SHOWN:]
+                 and i.text][-self.own_posts:]
         return ("Your recent posts: " + " | ".join(f'"{clip_text(t, self.item_chars)}"' for t in posts) + "\n"
                 if posts else "")
 
