@@ -229,6 +229,16 @@ def spend(usage: Any, prices: Mapping | None = None, *, default_model: str | Non
     return total(calls, prices, default_model)
 
 
+def spend_by_model(usage: Any, prices: Mapping | None = None, *, default_model: str | None = None,
+                   keep: Callable[[Any], bool] | None = None) -> dict[str, Spend]:
+    """:func:`spend`, split by model (``"?"`` for records that name none)."""
+    groups: dict[str, list] = {}
+    for c in _calls(usage):
+        if was_sent(c) and (keep is None or keep(c)):
+            groups.setdefault(model_of(c, default_model) or "?", []).append(c)
+    return {m: total(calls, prices, default_model) for m, calls in groups.items()}
+
+
 def total(calls: Iterable[Any], prices: Mapping | None = None, default_model: str | None = None) -> Spend:
     """The spend of these usage records, whatever they are (cached or not)."""
     requests = prompt = completion = 0

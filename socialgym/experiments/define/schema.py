@@ -337,6 +337,12 @@ class ExperimentConfig:
             groups = tuple(dataclasses.replace(g, agents=n - taken) if g.agents is None else g for g in groups)
         return groups
 
+    def default_model(self) -> str | None:
+        """The model of every request when the run uses exactly one (prices a usage record that
+        names none), else None."""
+        models = self.llm_models()
+        return models[0] if len(models) == 1 else None
+
     def llm_models(self) -> tuple[str, ...]:
         """The models this run's requests go to: the endpoints' (``llm.endpoints``), else
         ``llm.model``, else the embedded model's name; () for a run without LLM."""

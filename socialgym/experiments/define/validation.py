@@ -57,14 +57,14 @@ def check_sections(cfg: ExperimentConfig) -> None:
     check_servers(cfg)
     if cfg.llm is not None:
         if cfg.llm.base_url is not None:
-            if not re.match(r"https?://[^\s/?#]+", cfg.llm.base_url):
+            if not _URL.match(cfg.llm.base_url):
                 raise ConfigError(f"llm.base_url must be an http:// or https:// URL, got {show(cfg.llm.base_url)}")
             if not cfg.llm.model:
                 raise ConfigError("llm.model is required with llm.base_url")
         if cfg.llm.structured not in STRUCTURED_MODES:
             raise ConfigError(f"llm.structured must be one of {', '.join(STRUCTURED_MODES)}, "
                               f"got {show(cfg.llm.structured)}")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cfg.llm.api_key_env):
+        if not _VARIABLE.fullmatch(cfg.llm.api_key_env):
             raise ConfigError(f"llm.api_key_env is the name of an environment variable (letters, digits, _), "
                               f"got {show(cfg.llm.api_key_env)}")
     if cfg.run.backend not in BACKENDS:

@@ -29,7 +29,7 @@ from socialgym.experiments.define import ConfigError, ExperimentConfig, LLMConfi
 from socialgym.experiments.errors import RunError
 from socialgym.experiments.run.runner import simulate
 from socialgym.experiments.run.standin import ReplyModel, stand_in_client, stand_in_config
-from socialgym.llm.budget import Spend, model_of, spend
+from socialgym.llm.budget import Spend, spend, spend_by_model
 
 PROBE_PROMPT_CHARS = 6000
 """Characters of the probe's prefill prompt (about 1,500 tokens)."""
@@ -82,8 +82,8 @@ def estimate(cfg: ExperimentConfig, *, replies: ReplyModel | None = None,
         forked_at = cfg.run.fork_at if cfg.run.fork_at is not None and index > 0 else None
         usage, seconds = _simulate(cell, replies)
         keep = (lambda c, t=forked_at: isinstance(c.round, int) and c.round > t) if forked_at else None
-        one = spend(usage, prices, default_model=_default_model(cell), keep=keep)
-        for model, part in _by_model(usage, prices, _default_model(cell), keep).items():
+        one = spend(usage, prices, default_model=cell.default_model(), keep=keep)
+        for model, part in spend_by_model(usage, prices, default_model=cell.default_model(), keep=keep).items():
             models[model] = models.get(model, Spend(usd=0.0 if prices is not None else None)) + part.times(runs)
         cell_total = one.times(runs)
         totals = totals + cell_total
@@ -123,21 +123,6 @@ def _simulate(cell: ExperimentConfig, replies: ReplyModel | None) -> tuple[Any, 
 
 class _NoUsage:
     calls: list = []
-
-
-def _default_model(cfg: ExperimentConfig) -> str | None:
-    models = cfg.llm_models()
-    return models[0] if len(models) == 1 else None
-
-
-def _by_model(usage, prices, default_model, keep) -> dict[str, Spend]:
-    from socialgym.llm.budget import total
-
-    groups: dict[str, list] = {}
-    for c in usage.calls:
-        if keep is None or keep(c):
-            groups.setdefault(model_of(c, default_model) or "?", []).append(c)
-    return {m: total(calls, prices, default_model) for m, calls in groups.items()}
 
 
 def _notes(cfg: ExperimentConfig, prices: Mapping | None, models: Mapping) -> list[str]:

@@ -8,7 +8,6 @@ describes it. Every failover and breaker change of a run becomes a line of
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,14 +18,15 @@ from socialgym.experiments.errors import RunError
 def run_endpoints(cfg: ExperimentConfig) -> list[dict]:
     """The endpoints of ``cfg.llm.endpoints`` as mappings for ``open_client(endpoints=...)``,
     after checking that each one that needs a key has one (a RunError naming the variable)."""
-    from socialgym.llm.router import is_loopback
+    from socialgym.llm.router import Endpoint
 
     llm = cfg.llm or LLMConfig()
     out = []
     for e in llm.endpoints:
         variable = e.api_key_env or llm.api_key_env
-        has_key = e.api_key or llm.api_key or os.environ.get(variable)     # never another variable's key
-        if not has_key and not is_loopback(e.base_url):
+        try:                           # the router's own key rule (a named variable never falls back)
+            Endpoint(e.base_url, e.model, e.name, variable, e.api_key or llm.api_key).key()
+        except ValueError:
             raise RunError(f"llm.endpoints: no API key for {e.name} ({e.base_url}): set the environment variable "
                            f"{variable} (the endpoint's api_key_env, else llm.api_key_env)")
         entry = {"name": e.name, "base_url": e.base_url, "model": e.model, "max_concurrency": e.max_concurrency,

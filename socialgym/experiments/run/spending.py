@@ -52,8 +52,7 @@ class Spending:
         llm = cfg.llm
         self.budget = Budget.from_mapping(thaw(llm.budget) if llm is not None else None)
         self.prices = thaw(llm.prices) if llm is not None and llm.prices else None
-        models = cfg.llm_models()
-        self.default_model = models[0] if len(models) == 1 else None
+        self.default_model = cfg.default_model()
         fork = meta.get("fork") if isinstance(meta.get("fork"), Mapping) else {}
         self.since = int(fork.get("at_round") or 0)
         self.max_rounds = int(cfg.env.get("max_rounds", FeedConfig.max_rounds))
