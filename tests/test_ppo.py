@@ -62,7 +62,7 @@ def test_update_moves_probability_towards_advantage():
     batch = {"x": x, "mask": mask, "phase": torch.zeros(64, dtype=torch.long), "actions": actions,
              "logp": logp, "adv": torch.where(actions[:, 0] == 1, 1.0, -1.0), "ret": torch.zeros(64)}
     args = ppo.Args(epochs=4, minibatch=32, learning_rate=1e-2, entropy_coef=0.0)
-    stats = ppo.ppo_update(net, torch.optim.Adam(net.parameters(), lr=1e-2), batch, torch.ones(1, 1), args,
+    stats = ppo.ppo_update(net, torch.optim.Adam(net.parameters(), lr=1e-2), batch, heads, args,
                            torch.Generator().manual_seed(0))
     after = net(x[:1], mask[:1])[0].exp()[0, 0, 1].item()
     assert after > before + 0.05
@@ -95,7 +95,7 @@ def test_training_writes_model_log_and_args(trained):
 def test_torch_policy_mixes_with_scripted_agents(trained):
     out, args, _ = trained
     policy = TorchPolicy.load(out / "model.pt", seed=1)
-    env = socialgym.parallel_env(**ppo.env_kwargs(args) | {"obs_format": "both"}, seed=4)
+    env = socialgym.parallel_env(**ppo.env_kwargs(args) | {"obs_format": "both", "invalid_actions": "strict"}, seed=4)
     policy.check_env(env)
     mix = PolicyMix({policy: env.possible_agents[:3], GreedyPolicy(seed=0): env.possible_agents[3:]})
     obs, _ = env.reset(seed=4)
@@ -300,11 +300,11 @@ def test_team_spirit_mixes_own_and_population_rewards(spirit):
     """The reward PPO learns from is (1 - s) * own + s * the population's mean; the logged
     returns stay the agents' own."""
     args = ppo.Args(**SMALL, num_envs=1, hidden=8, normalize_obs=False)
-    env = ppo.make_env(args)
-    heads = Heads.for_layout(env.unwrapped.layout, 8)
+    env = ppo.make_vec_env(args, 1)
+    heads = Heads.for_layout(env.layout, 8)
     net = ActorCritic(feature_size(4, 3, 4), heads.K, heads.M, 8)
-    learned = ppo.rollout([env], [5], Actor(net, heads, None, seed=1), team_spirit=spirit)
-    own = ppo.rollout([env], [5], Actor(net, heads, None, seed=1), team_spirit=0.0)
+    learned = ppo.rollout(env, [5], Actor(net, heads, None, seed=1), team_spirit=spirit)
+    own = ppo.rollout(env, [5], Actor(net, heads, None, seed=1), team_spirit=0.0)
     r = own["reward"].numpy()                                  # [step, agent], the env's rewards
     assert r[1::2].sum() > 0 and (r[0::2] == 0).all()          # paid after vote steps only
     expected = (1 - spirit) * r + spirit * r.mean(1, keepdims=True)
@@ -317,7 +317,8 @@ def test_a_policy_trained_at_six_agents_acts_at_nine(trained):
     whole episode at 9 agents in strict mode (any invalid action would raise) through both APIs."""
     out, args, _ = trained
     policy = TorchPolicy.load(out / "model.pt", seed=2)
-    env = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"n_agents": 9, "obs_format": "both"}), seed=1)
+    env = socialgym.parallel_env(**(ppo.env_kwargs(args) | {"n_agents": 9, "obs_format": "both",
+                                                            "invalid_actions": "strict"}), seed=1)
     policy.check_env(env)
     obs, _ = env.reset(seed=1)
     while env.agents:

@@ -53,8 +53,8 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 
 # first, since without torch it raises an ImportError that says how to install it
-from socialgym.baselines.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, evaluate_actions, feature_size,
-                                              save_policy, stack_observations)
+from socialgym.baselines.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, evaluate_phase, feature_size,
+                                              save_policy)
 
 import torch
 from torch import nn
@@ -163,32 +163,40 @@ def make_env(args: Args, **overrides: Any):
 
 
 # ---------------------------------------------------------------------------- training
-def rollout(envs: list, seeds: list[int], actor: Actor, *, team_spirit: float = 0.0, record: bool = True,
+def make_vec_env(args: Args, num_envs: int):
+    """``num_envs`` platforms of the task stepped as one (``socialgym.vector``), no auto-reset:
+    each rollout resets them with its own seeds."""
+    from socialgym.vector import make_vec
+
+    return make_vec(task_of(args).id, num_envs, autoreset=False, **size_overrides(args))
+
+
+def rollout(venv, seeds: list[int], actor: Actor, *, team_spirit: float = 0.0, record: bool = True,
             deterministic: bool = False) -> dict:
-    """One episode of every environment (reset with ``seeds``), all agents acting through
-    ``actor``. Arrays are [step, env * agent]. ``returns``: each episode's mean λ-weighted return
-    per agent; ``components``: per episode, the mean of each component summed over rounds."""
-    stacked = [stack_observations(env.reset(seed=s)[0], env.possible_agents) for env, s in zip(envs, seeds)]
-    n = len(envs[0].possible_agents)
+    """One episode of every platform of ``venv`` (a ``socialgym.vector.FeedVecEnv``, reset with
+    ``seeds``), all agents acting through ``actor`` in one forward pass per decision. Arrays are
+    [step, env * agent]. ``returns``: each episode's mean λ-weighted return per agent;
+    ``components``: per episode, the mean of each component summed over rounds."""
+    obs, _ = venv.reset(seed=list(seeds))
+    E, n = venv.num_envs, venv.n_agents
+    me = np.tile(np.arange(n), E)
     steps: dict[str, list] = {k: [] for k in ("raw", "x", "mask", "phase", "actions", "logp", "value", "reward")}
-    returns = np.zeros((len(envs), n))
-    components = np.zeros((len(envs), n, len(REWARD_NAMES)))
+    returns = np.zeros((E, n))
+    components = np.zeros((E, n, len(REWARD_NAMES)))
     done = False
     while not done:
-        out = actor.step(stacked, deterministic=deterministic)
-        rewards, stacked = [], []
-        for e, env in enumerate(envs):
-            obs, r, _, done, info = env.step_arrays(out["env_actions"][e])
-            stacked.append(obs)
-            r = np.asarray(r, np.float32)
-            returns[e] += r
-            if info.get("reward_components") is not None:
-                components[e] += np.asarray(info["reward_components"])
-            rewards.append((1.0 - team_spirit) * r + team_spirit * r.mean())
+        out = actor.step([obs], me=[me], n_agents=[n], deterministic=deterministic)
+        obs, r, _, truncated, info = venv.step_arrays(out["env_actions"][0])
+        done = bool(truncated.all())
+        own = np.asarray(r, np.float32).reshape(E, n)
+        returns += own
+        if info.get("reward_components") is not None:
+            components += np.asarray(info["reward_components"]).reshape(E, n, -1)
         if record:
+            learned = (1.0 - team_spirit) * own + team_spirit * own.mean(axis=1, keepdims=True)
             for k in ("raw", "x", "mask", "phase", "actions", "logp", "value"):
                 steps[k].append(out[k])
-            steps["reward"].append(torch.from_numpy(np.concatenate(rewards)).to(actor.device))
+            steps["reward"].append(torch.from_numpy(learned.reshape(-1)).to(actor.device))
     result = {"returns": returns.mean(1), "components": components.mean(1)}
     if record:
         result.update({"raw": np.stack(steps["raw"]), "x": torch.stack(steps["x"]), "mask": torch.stack(steps["mask"]),
@@ -248,15 +256,14 @@ def train(args: Args, *, progress: bool = True) -> dict:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    envs = [make_env(args) for _ in range(args.num_envs)]
-    validation = [make_env(args) for _ in range(args.eval_episodes)] if args.eval_every else []
-    layout = envs[0].unwrapped.layout
-    heads = Heads.for_layout(layout, len(envs[0].unwrapped.config.topics))
+    envs = make_vec_env(args, args.num_envs)
+    validation = make_vec_env(args, args.eval_episodes) if args.eval_every else None
+    layout = envs.layout
+    heads = Heads.for_layout(layout, len(envs.config.topics))
     n_features = feature_size(layout.feed_size, layout.dm_inbox_size, layout.vote_feed_size)
     net = ActorCritic(n_features, heads.K, heads.M, args.hidden).to(device)
     actor = Actor(net, heads, RunningNorm(n_features) if args.normalize_obs else None, device, args.seed)
     optimizer = torch.optim.Adam(net.parameters(), lr=args.learning_rate, eps=1e-5)
-    phase_weight = torch.from_numpy(heads.phase_weight).to(device)
     logger = _wandb(args, out) if args.wandb else None
     rows = []
     log_path = out / "train_log.csv"
@@ -278,7 +285,7 @@ def train(args: Args, *, progress: bool = True) -> dict:
                  "phase": ep["phase"].repeat_interleave(B), "actions": ep["actions"].reshape(T * B, -1),
                  "logp": ep["logp"].reshape(-1), "adv": adv.reshape(-1), "ret": ret.reshape(-1)}
         net.train()
-        stats = ppo_update(net, optimizer, batch, phase_weight, args, actor.generator)
+        stats = ppo_update(net, optimizer, batch, heads, args, actor.generator)
         eval_return = float("nan")
         if args.eval_every and (it % args.eval_every == 0 or it == args.iterations):
             net.eval()
@@ -304,20 +311,25 @@ def train(args: Args, *, progress: bool = True) -> dict:
     return {"log": rows, "model": str(out / "model.pt")}
 
 
-def ppo_update(net, optimizer, b: dict, phase_weight: torch.Tensor, args: Args, generator) -> dict:
+def ppo_update(net, optimizer, b: dict, heads: Heads, args: Args, generator) -> dict:
     """``args.epochs`` passes over the batch ``b`` in shuffled minibatches: clipped policy loss, value
-    loss and entropy bonus, one Adam step each; returns the mean losses, entropy and approximate KL."""
+    loss and entropy bonus, one Adam step each; returns the mean losses, entropy and approximate KL.
+    A minibatch's act and vote decisions are scored by their own phase's heads only
+    (``evaluate_phase``)."""
     n = len(b["adv"])
     adv = (b["adv"] - b["adv"].mean()) / (b["adv"].std() + 1e-8)
-    w_all = phase_weight[b["phase"]]
     pl = vl = ent = kl = 0.0
     steps = 0
     for _ in range(args.epochs):
         order = torch.randperm(n, generator=generator, device=generator.device)
         for s in range(0, n, args.minibatch):
-            idx = order[s:s + args.minibatch]
-            _, logp, entropy, value = evaluate_actions(net, b["x"][idx], b["mask"][idx], w_all[idx],
-                                                       b["actions"][idx])
+            mb = order[s:s + args.minibatch]
+            is_vote = b["phase"][mb].bool()
+            idx = torch.cat([mb[~is_vote], mb[is_vote]])          # act decisions first, then votes
+            split = int((~is_vote).sum())
+            parts = [evaluate_phase(net, b["x"][rows], b["mask"][rows], b["actions"][rows], heads.phase_components(p))
+                     for p, rows in ((0, idx[:split]), (1, idx[split:])) if len(rows)]
+            logp, entropy, value = (torch.cat(t) for t in zip(*parts))
             ratio = (logp - b["logp"][idx]).exp()
             a = adv[idx]
             policy_loss = torch.max(-a * ratio, -a * ratio.clamp(1 - args.clip, 1 + args.clip)).mean()

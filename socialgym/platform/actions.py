@@ -75,6 +75,10 @@ class RoundBatch(RoundActions):
     ids / topic ids, -1 where a slot is empty. ``vote_feed``: the vote-phase items as an
     (n, vote_feed_size) array of content ids (exposures too). ``prev_dm_sender`` / ``prev_dm_recipient``: the DMs
     of round t-1 (for COORD's reciprocity).
+    ``platform_size``: 0 when the agents form one platform; otherwise agents
+    ``[p * platform_size, (p + 1) * platform_size)`` form platform ``p``, disjoint platforms
+    stepped as one batch (``socialgym.vector``): the population totals in SOC, PRE and COORD are
+    then each platform's own.
     """
 
     vote_voter: np.ndarray = field(default_factory=lambda: _empty(_I32))
@@ -88,6 +92,7 @@ class RoundBatch(RoundActions):
     vote_feed: np.ndarray | None = None
     prev_dm_sender: np.ndarray = field(default_factory=lambda: _empty(_I32))
     prev_dm_recipient: np.ndarray = field(default_factory=lambda: _empty(_I32))
+    platform_size: int = 0
 
     def __post_init__(self) -> None:
         if self.feed_topics is None:
@@ -96,6 +101,21 @@ class RoundBatch(RoundActions):
             self.feed = np.full(self.feed_topics.shape, -1, dtype=_I64)
         if self.vote_feed is None:
             self.vote_feed = np.full((self.n_agents, 0), -1, dtype=_I64)
+
+    @property
+    def population(self) -> int:
+        """|V|: the number of agents on one platform."""
+        return self.platform_size or self.n_agents
+
+    def population_total(self, members: np.ndarray, mask: np.ndarray) -> float | np.ndarray:
+        """How many rows of ``mask`` are True: over the whole population (a float), or, with
+        ``platform_size``, over each agent's own platform (an (n,) array), where ``members``
+        gives each row's agent."""
+        if not self.platform_size:
+            return float(mask.sum())
+        size = self.platform_size
+        per_platform = np.bincount(members[mask] // size, minlength=self.n_agents // size)
+        return per_platform.astype(float)[np.arange(self.n_agents) // size]
 
     @classmethod
     def from_actions(cls, actions: RoundActions, **votes_and_exposures) -> RoundBatch:

@@ -24,7 +24,8 @@ def soc_reward(batch: RoundBatch, b_soc: float = 0.5) -> np.ndarray:
     n, direct = batch.n_agents, batch.is_direct
     i_sent = _count(batch.sender[direct], n)
     i_rec = _count(batch.recipient[direct], n)
-    return (1 - b_soc) * i_sent / batch.n_actions + b_soc * _ratio(i_rec, float(direct.sum()))
+    total_direct = batch.population_total(batch.sender, direct)
+    return (1 - b_soc) * i_sent / batch.n_actions + b_soc * _ratio(i_rec, total_direct)
 
 
 def inf_reward(batch: RoundBatch, seen_feed_topics: np.ndarray, n_topics: int,
@@ -70,7 +71,7 @@ def pre_reward(batch: RoundBatch, b_pre: float = 0.5) -> np.ndarray:
     posts = _count(batch.sender[batch.kind == POST], n)
     on_posts = batch.vote_kind == POST
     net = _count(batch.vote_author[on_posts], n, batch.vote_value[on_posts].astype(float, copy=False))
-    return (1 - b_pre) * posts / big_n + b_pre * net / ((n - 1) * big_n)
+    return (1 - b_pre) * posts / big_n + b_pre * net / ((batch.population - 1) * big_n)
 
 
 def coord_reward(batch: RoundBatch, b_coord: float = 0.5) -> np.ndarray:
@@ -78,7 +79,7 @@ def coord_reward(batch: RoundBatch, b_coord: float = 0.5) -> np.ndarray:
     n = batch.n_agents
     public = batch.is_public
     mentioned = _count(batch.mention_agent[public[batch.mention_action]], n)
-    mention_term = _ratio(mentioned, float(public.sum()))
+    mention_term = _ratio(mentioned, batch.population_total(batch.sender, public))
 
     prev = np.unique(batch.prev_dm_sender.astype(np.int64, copy=False) * n + batch.prev_dm_recipient)
     senders_to_me = _count((prev % n).astype(np.int64, copy=False), n)              # |D_{t-1}(u)|

@@ -69,6 +69,8 @@ class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
 
     metadata = {"name": "socialgym_feed_v0", "render_modes": ["human", "ansi"],
                 "is_parallelizable": True}
+    platforms = 1
+    """Disjoint platforms in this one population (more than one: ``BatchedFeedEnv``)."""
 
     def __init__(self, render_mode: str | None = None, **config: Any) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -132,6 +134,10 @@ class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         """Start an episode. ``seed``: None (keep the RNG stream; the config's ``seed`` on the
         first reset) or an integer >= 0 (TypeError / ValueError naming ``seed`` otherwise)."""
+        self._start_episode(seed)
+        return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
+
+    def _start_episode(self, seed: int | None) -> None:
         cfg = self.config
         seed = check_seed(seed, "seed")
         if seed is not None:
@@ -165,7 +171,6 @@ class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
         self.last_round = None
         self.agents = list(self.possible_agents)
         self._has_state = True
-        return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
 
     def step(self, actions: dict):
         """One phase of the round (specification §1). Atomic: if anything raises during the step — an
@@ -228,10 +233,7 @@ class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
                 votes = parse_numeric_votes(self._round_state(), everyone, matrix.astype(np.int64, copy=False),
                                             self._invalid_handler(invalid, "vote"))
                 components, rewards, done = self._commit_vote(*votes)
-            state = self._observed_state()
-            obs = self._observations.numeric_arrays(state)
-            if self.config.action_masks:
-                obs["action_mask"] = self._observations.masks(state)
+            obs = self.observe_arrays()
             info = {"round": self.round - (self.phase == "act"), "reward_components": components,
                     "invalid": {self.agents_all[i]: r for i, r in invalid.items()}}
             if components is not None:
@@ -373,7 +375,8 @@ class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
             vote_topic=topic[items], feed=self._feed, vote_feed=self._vote_items,
             feed_topics=(np.where(self._feed >= 0, topic[np.maximum(self._feed, 0)], -1) if len(topic)
                          else np.full_like(self._feed, -1)),
-            prev_dm_sender=self._prev_dm_sender, prev_dm_recipient=self._prev_dm_recipient)
+            prev_dm_sender=self._prev_dm_sender, prev_dm_recipient=self._prev_dm_recipient,
+            platform_size=self.layout.n_agents if self.platforms > 1 else 0)
 
         components = reward_components(batch, self._seen_feed, len(self.vocab), self.reward_params)
         totals = compose(components, self.lambdas)
@@ -446,6 +449,16 @@ class FeedEnv(FeedInterventions, FeedMeasures, ParallelEnv):
                              inbox=self._inbox, inbox_ids=self._inbox_ids, inbox_ptr=self._inbox_ptr,
                              last_rewards=self._last, lambdas=self.lambdas, content=self.content,
                              vocab=self.vocab, tie_weights=self.ties.weights)
+
+    def observe_arrays(self) -> dict:
+        """Every agent's numeric observation as the platform stands, as the stacked arrays
+        :meth:`step_arrays` returns (with ``action_mask`` when masks are on)."""
+        self._require_state("observe_arrays")
+        state = self._observed_state()
+        obs = self._observations.numeric_arrays(state)
+        if self.config.action_masks:
+            obs["action_mask"] = self._observations.masks(state)
+        return obs
 
     def _observe(self) -> dict:
         return self._observations.observe(self._observed_state())

@@ -82,6 +82,9 @@ class ObservationBuilder:
     def __init__(self, config: FeedConfig, layout: ActionLayout, agent_ids: tuple[str, ...]) -> None:
         self.config, self.agent_ids = config, agent_ids
         self._mask_cache = MaskCache(layout)
+        # agents per platform: the author features are indices within the platform (several
+        # platforms stepped as one, socialgym.vector, number their agents consecutively)
+        self.platform_size = layout.n_agents
         self.reset()
 
     def reset(self) -> None:
@@ -221,7 +224,8 @@ class ObservationBuilder:
         tie_in = _from_slot_major(state.tie_weights.lookup(_slot_major(author * n + viewers[:, None])),
                                   ids.shape)
         full = bool(present.all())
-        for j, col in enumerate(columns(safe, viewers, author, tie_out, tie_in)):
+        shown_author = author if self.platform_size == n else author % self.platform_size
+        for j, col in enumerate(columns(safe, viewers, shown_author, tie_out, tie_in)):
             out[..., j] = col if full else np.where(present, col, out[..., j])
 
     # ---------------------------------------------------------------- structured

@@ -384,7 +384,10 @@ class ActParser:
         topics_col = state.content.column("topic")
         tgt = target[a_idx, s_idx]
         rep = replied[a_idx, s_idx]
-        new_dm_recipient = (sender + 1 + act[a_idx, s_idx, 2]) % self.n
+        # recipient r of a new DM: the (r+1)-th agent after the sender on its platform (one
+        # platform: sender - local == 0; several stepped as one, socialgym.vector: its block)
+        local = sender % self.n
+        new_dm_recipient = sender - local + (local + 1 + act[a_idx, s_idx, 2]) % self.n
         recipient = np.select([k == COM, (k == DM) & (rep >= 0), k == DM],
                               [_take(authors, tgt), _take(authors, rep), new_dm_recipient], -1)
         target_id = np.select([k == COM, k == DM], [tgt, rep], -1)

@@ -1,0 +1,136 @@
+"""Several independent platforms stepped as one array computation (the engine of ``socialgym.vector``).
+
+``BatchedFeedEnv(platforms=E, n_agents=n, ...)`` is one :class:`FeedEnv` of ``E * n`` agents
+whose agents ``[e * n, (e + 1) * n)`` form platform ``e``. Nothing crosses a platform: feeds and
+vote items come from the viewer's own platform, a DM's recipient index counts within the
+sender's platform, the population totals of the rewards (SOC's ``|B^DIR|``, PRE's ``|V| - 1``,
+COORD's ``|B^PUB|``) are each platform's, and the author features of the observations are
+indices within the platform. Each platform has its own random generator, seeded by its own seed,
+and the recommender is called once per platform with that generator, so platform ``e`` draws
+exactly what a single environment with the same seed draws.
+
+Content, ties and the per-agent arrays are shared tables indexed by global ids, so one step
+parses, rewards, updates ties and builds observations for every platform at once; only the
+recommender call loops over platforms. A platform's content ids differ from a single
+environment's (the platforms' items interleave), their order does not.
+
+What this needs of the configuration: every agent-level setting the same on every platform
+(``lambdas`` one row, or an ``(n, 5)`` matrix used for every platform; see ``set_lambdas`` for
+per-platform weights) and a recommender that keeps no state between rounds (its ``update`` is
+the base class's no-op, as for ``chronological`` and ``random``). Settings that would need a
+per-platform copy (``agent_interests``, ``agent_groups``, ``seed_graph``, ``soc_strategy``,
+``rerank``, an LLM tie scorer, ``exposure_in_infos``) are refused with a ValueError naming them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from socialgym.config import FeedConfig
+from socialgym.envs.feed.encoding import ActionLayout
+from socialgym.envs.feed.env import FeedEnv
+from socialgym.envs.feed.feeds import check_feed
+from socialgym.envs.feed.observations import ObservationBuilder
+from socialgym.platform.validation import check_seed
+from socialgym.recommenders import EMPTY, FeedRequest, Recommender
+
+PER_PLATFORM_SETTINGS = ("agent_interests", "agent_groups", "seed_graph", "soc_strategy", "rerank",
+                         "tie_scorer", "exposure_in_infos")
+"""FeedConfig keys a batched environment refuses (they would need one copy per platform)."""
+
+
+class BatchedFeedEnv(FeedEnv):
+    """``platforms`` disjoint platforms of ``n_agents`` agents each, one step for all (see the
+    module docstring). Rows of every array are ``platform * n_agents + agent``."""
+
+    def __init__(self, platforms: int, render_mode: str | None = None, **config: Any) -> None:
+        if isinstance(platforms, bool) or not isinstance(platforms, (int, np.integer)) or platforms < 1:
+            raise ValueError(f"platforms must be an integer >= 1, got {platforms!r}")
+        single = FeedConfig.from_kwargs(**config)        # validates the per-platform configuration
+        refused = [k for k in PER_PLATFORM_SETTINGS if getattr(single, k) not in (None, 0, (), False)]
+        if refused:
+            raise ValueError(f"a batched environment cannot take {refused}: they would need one copy per "
+                             "platform; use single environments (socialgym.parallel_env) for them")
+        lambdas = np.asarray(single.lambda_matrix(), float)
+        n = single.n_agents
+        super().__init__(render_mode, **{**config, "n_agents": int(platforms) * n,
+                                         "lambdas": np.tile(lambdas, (int(platforms), 1))})
+        if type(self.recommender).update is not Recommender.update:
+            raise ValueError(f"a batched environment needs a recommender without state between rounds "
+                             f"(chronological, random, ...); {single.recommender!r} learns from each round")
+        self.platforms, self.platform_size = int(platforms), n
+        self.single_config = single
+        cfg = self.config
+        self.layout = ActionLayout(n, cfg.n_actions, cfg.feed_size, cfg.dm_inbox_size, cfg.max_topics,
+                                   cfg.vote_feed_size)
+        self._observations = ObservationBuilder(cfg, self.layout, self.agents_all)
+        self._platform_rngs: list[np.random.Generator] = []
+
+    # ---------------------------------------------------------------- episode
+    def reset(self, seed: Any = None, options: dict | None = None):
+        """Start every platform's episode (see :meth:`reset_arrays`); per-agent observations."""
+        self._start_platforms(seed)
+        return self._observe(), {a: {"phase": "act", "round": 1} for a in self.agents}
+
+    def reset_arrays(self, seed: Any = None) -> dict:
+        """Start every platform's episode; returns the stacked arrays :meth:`step_arrays`
+        returns. ``seed``: a list of one seed per platform (integers >= 0), or None (each
+        platform's generator runs on; on the first reset platform ``e`` starts from the config's
+        ``seed`` + e, or fresh entropy when that is None)."""
+        self._start_platforms(seed)
+        return self.observe_arrays()
+
+    def _start_platforms(self, seed: Any) -> None:
+        if seed is not None:
+            seeds = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else None
+            if seeds is None or len(seeds) != self.platforms:
+                raise ValueError(f"seed must be a list of {self.platforms} seeds (one per platform), got {seed!r}")
+            self._platform_rngs = [np.random.default_rng(check_seed(s, f"seed[{e}]")) for e, s in enumerate(seeds)]
+        elif not self._platform_rngs:
+            base = self.config.seed
+            self._platform_rngs = [np.random.default_rng(None if base is None else base + e)
+                                   for e in range(self.platforms)]
+        self.rng = self._platform_rngs[0]
+        self._start_episode(None)
+
+    def platform_rows(self, platform: int) -> slice:
+        """The rows (agents) of one platform."""
+        return slice(platform * self.platform_size, (platform + 1) * self.platform_size)
+
+    # ---------------------------------------------------------------- step hooks
+    def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
+        """One recommender call per platform, each over its own agents and items, with its own
+        generator; checked as one (n_total, k) table."""
+        n, total = self.platform_size, self.config.n_agents
+        pool_platform = self.content.column("author")[pool] // n if len(pool) else np.zeros(0, np.int64)
+        out = np.full((total, k), EMPTY, dtype=np.int64)
+        for e, rng in enumerate(self._platform_rngs):
+            rows = self.platform_rows(e)
+            request = FeedRequest(viewers=np.arange(rows.start, rows.stop), candidates=pool[pool_platform == e],
+                                  k=k, phase=phase, round=self.round, content=self.content,
+                                  ties=self.tie_matrix, n_agents=total, tie_lookup=self._tie_lookup)
+            raw = np.asarray(self.recommender.recommend(request, rng))
+            if raw.ndim == 2 and raw.shape[0] == n and raw.shape[1] <= k and raw.dtype.kind in "iu":
+                out[rows, :raw.shape[1]] = raw
+            else:
+                out[rows] = check_feed(raw, pool, k, phase, self.recommender, self.content, n)  # raises: names it
+        feed = check_feed(out, pool, k, phase, self.recommender, self.content, total)
+        shown = feed >= 0
+        viewer_platform = np.arange(total)[:, None] // n
+        if np.any(shown & (self.content.column("author")[np.maximum(feed, 0)] // n != viewer_platform)):
+            raise ValueError(f"recommender {getattr(self.recommender, 'name', '?')!r} showed an item of another platform")
+        return feed
+
+    def _snapshot(self) -> tuple:
+        return super()._snapshot(), [r.bit_generator.state for r in self._platform_rngs]
+
+    def _restore(self, snapshot: tuple) -> None:
+        base, states = snapshot
+        super()._restore(base)
+        for rng, state in zip(self._platform_rngs, states):
+            rng.bit_generator.state = state
+
+
+__all__ = ["BatchedFeedEnv", "PER_PLATFORM_SETTINGS"]
