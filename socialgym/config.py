@@ -37,10 +37,11 @@ RUNTIME_PARAMS = ("half_life", "xi", "delta_max", "b_rec")
 a fork's changed ``env``); the others describe the platform the run started with."""
 
 # Upper limits of the sizes (docs/experiments.md, "Limits"). They are generous for research —
-# the environment is vectorised and was run with 100,000 agents — and exist to stop a typo such
+# the environment is vectorised and was run with 1,000,000 agents — and exist to stop a typo such
 # as ``n_agents: 10**12`` with a one-line error before any array is allocated, instead of a
-# MemoryError (or a run that never ends) later.
-MAX_AGENTS = 100_000
+# MemoryError (or a run that never ends) later. Whether a size fits this machine's memory is a
+# separate check (``socialgym.platform.validation.check_memory``, when an environment is built).
+MAX_AGENTS = 10_000_000
 """``n_agents``: the tie store is sparse; per-agent arrays are (n_agents x feed/topics)."""
 MAX_ROUNDS = 100_000
 """``max_rounds`` and ``exposure_window``."""
@@ -91,7 +92,11 @@ class FeedConfig:
     """How many of last round's DMs the *numeric* observation shows (structured shows all)."""
     max_topics: int = 32
     """Width of the numeric topic dimension; structured actions may add topics beyond it."""
-    invalid_actions: str = "strict"
+    invalid_actions: str = "lenient"
+    """``"lenient"`` (default): an action that breaks the platform's rules becomes NOT (no vote)
+    and is recorded in ``infos[agent]["invalid"]`` and ``last_round.invalid``, so any element of
+    the action space is a legal ``step`` argument (PettingZoo's convention); ``"strict"``: it
+    raises a ValueError naming agent, slot and field, and the step changes nothing."""
     obs_format: str = "structured"
     action_masks: bool = True
     # rewards (specification §3)

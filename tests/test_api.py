@@ -340,7 +340,7 @@ def test_step_arrays_matches_dict_step_round_for_round():
 
 
 def test_step_arrays_validates_shape_and_contents():
-    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, sentiment="tone")
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, sentiment="tone", invalid_actions="strict")
     env.reset(seed=0)
     with pytest.raises(ValueError, match="shape"):
         env.step_arrays(np.zeros((2, env.layout.length), np.int64))

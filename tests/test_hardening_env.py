@@ -619,7 +619,7 @@ def test_numeric_policy_with_an_empty_topic_list_gets_a_clear_invalid_action():
     # numeric actions cannot introduce topics, so round 1 (POST only) has no valid numeric
     # action: the mask says so and the step names the field instead of crashing
     env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, topics=[], obs_format="numeric",
-                                 sentiment="tone")
+                                 sentiment="tone", invalid_actions="strict")
     obs, _ = env.reset(seed=0)
     assert not obs["agent_0"]["action_mask"][0].any()
     with pytest.raises(ValueError, match="agent_0, slot 0, field 'topic': topic index beyond the vocabulary of 0"):
@@ -708,7 +708,7 @@ def test_unknown_keys_of_mixed_types_are_named():
     """Probe: an action with an int and a str unknown key raised TypeError from sorting them."""
     import socialgym
 
-    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, seed=0)
+    env = socialgym.parallel_env(n_agents=3, n_actions=1, max_rounds=2, seed=0, invalid_actions="strict")
     env.reset(seed=0)
     actions = {a: {"actions": [{"type": "POST", "topic": env.config.topics[0] if env.config.topics else "t"}]}
                for a in env.agents}

@@ -80,7 +80,7 @@ def test_missing_agent_is_an_error_in_strict_and_recorded_in_lenient():
 
 
 def test_non_post_in_round_1_is_invalid():
-    env = socialgym.parallel_env(**KW)
+    env = socialgym.parallel_env(invalid_actions="strict", **KW)
     env.reset(seed=0)
     with pytest.raises(ValueError, match="agent_0.*slot 0.*'type'.*round 1"):
         env.step({a: {"actions": [{"type": "NOT"}, GOOD_POST]} for a in env.agents})

@@ -26,7 +26,7 @@ BOX_KEYS = ("self", "feed", "dms", "vote_items")
 
 
 def make_env():
-    return socialgym.parallel_env(**CONFIG)     # invalid_actions="strict": a bad action raises
+    return socialgym.parallel_env(**CONFIG, invalid_actions="strict")     # a bad action raises
 
 
 def flat_features(obs: dict) -> np.ndarray:
