@@ -12,6 +12,7 @@ import numpy as np
 import socialgym
 from socialgym.baselines import GreedyPolicy
 from socialgym.envs.feed import FeedEnv
+from socialgym.envs.feed.atomic import AtomicSteps
 from socialgym.envs.feed.interventions import FeedInterventions
 from socialgym.envs.feed.measures import FeedMeasures
 
@@ -22,7 +23,8 @@ INTERVENTIONS = ("add_ties", "remove_ties", "set_recommender", "set_lambdas", "s
 MEASURES = ("exposure_metrics", "topic_entropy", "intervention_stats", "network_metrics", "_shown_window",
             "_groups", "_round_extras")
 STEP = ("reset", "step", "step_arrays", "action_space", "observation_space", "tie_matrix", "round_transcript",
-        "render", "close", "_snapshot", "_restore", "_act_step", "_vote_step", "_commit_act", "_commit_vote")
+        "render", "close", "_act_step", "_vote_step", "_commit_act", "_commit_vote")
+ATOMIC = ("_atomic_step", "_snapshot", "_restore")
 
 
 def test_methods_live_in_their_modules_and_stay_on_the_env():
@@ -32,6 +34,8 @@ def test_methods_live_in_their_modules_and_stay_on_the_env():
         assert name in vars(FeedMeasures) and getattr(FeedEnv, name) is getattr(FeedMeasures, name)
     for name in STEP:
         assert name in vars(FeedEnv), name
+    for name in ATOMIC:
+        assert name in vars(AtomicSteps) and getattr(FeedEnv, name) is getattr(AtomicSteps, name)
     assert FeedEnv.RUNTIME_PARAMS == ("half_life", "xi", "delta_max", "b_rec")
     assert isinstance(vars(FeedInterventions)["act_feeds"], property)
 

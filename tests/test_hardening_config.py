@@ -266,7 +266,7 @@ def test_the_limits_are_generous(tmp_path):
     cfg = load_config(merged(env={"n_agents": feed_config.MAX_AGENTS, "max_rounds": feed_config.MAX_ROUNDS,
                                   "feed_size": feed_config.MAX_FEED_SIZE,
                                   "max_text_chars": feed_config.MAX_TEXT_CHARS}))
-    assert cfg.env["n_agents"] == 100_000
+    assert cfg.env["n_agents"] == 10_000_000
 
 
 # ---------------------------------------------------------------------------------- 6. sweep cells

@@ -103,3 +103,47 @@ def utf8_problem(text: str) -> str | None:
     except UnicodeEncodeError as exc:
         return f"not valid UTF-8: {exc.reason} {text[exc.start:exc.end]!r} at character {exc.start}"
     return None
+
+
+# Bytes per agent of the state and observation arrays, and per stored action, fitted to the peak
+# memory of benchmarks/bench_env.py (step_arrays, 3 actions, feed and vote feed 10, 6 rounds:
+# 0.94 GB at 100k agents, 7.6 GB at 1M); docs/benchmarks.md has the measurements.
+_BYTES_PER_AGENT = 1_400
+_BYTES_PER_SHOWN_SLOT = 110
+_BYTES_PER_ACTION = 220
+
+
+def memory_estimate(n_agents: int, n_actions: int, max_rounds: int, shown_slots: int) -> int:
+    """Rough peak bytes of a feed environment stepped through a whole episode with numeric
+    observations: per-agent arrays (``shown_slots`` = feed + vote feed + inbox slots per agent)
+    plus every stored action (content, mentions, ties) of ``max_rounds`` rounds."""
+    per_agent = _BYTES_PER_AGENT + _BYTES_PER_SHOWN_SLOT * shown_slots + _BYTES_PER_ACTION * n_actions * max_rounds
+    return int(n_agents) * per_agent
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can still allocate (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(n_agents: int, n_actions: int, max_rounds: int, shown_slots: int,
+                 available: int | None = None) -> None:
+    """A MemoryError naming the sizes when :func:`memory_estimate` exceeds the memory available
+    (``available``, default :func:`available_memory`), raised before anything is allocated.
+    Sizes under 100,000 agents are never refused (their estimate is well under a gigabyte per
+    hundred rounds), nor is anything where the available memory is unknown."""
+    if n_agents < 100_000:
+        return
+    available = available_memory() if available is None else available
+    need = memory_estimate(n_agents, n_actions, max_rounds, shown_slots)
+    if available is not None and need > available:
+        raise MemoryError(f"n_agents={n_agents:,} with {n_actions} actions over {max_rounds} rounds needs about "
+                          f"{need / 1e9:.1f} GB (socialgym.platform.validation.memory_estimate); this machine has "
+                          f"{available / 1e9:.1f} GB available. Use fewer agents, actions or rounds.")

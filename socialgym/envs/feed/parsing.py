@@ -91,7 +91,10 @@ def route_payloads(agent_ids: tuple[str, ...], actions: Mapping, key: str, missi
 
 @dataclass
 class SlotColumns:
-    """Accumulates parsed actions (NOTs omitted). ``topic`` holds ids or new topic strings."""
+    """Accumulates parsed actions (NOTs omitted). The structured parser appends one action at a
+    time to the lists (``topic`` holds ids or new topic strings); the numeric parser appends
+    whole arrays as one chunk (``add_chunk``), so no per-action Python objects are made on the
+    scale path. Rows are numbered list rows first, then the chunks in order."""
 
     sender: list = field(default_factory=list)
     slot: list = field(default_factory=list)
@@ -104,31 +107,61 @@ class SlotColumns:
     # mentions as pairs (row in these columns, mentioned agent), in chunks of arrays
     mention_row: list = field(default_factory=list)
     mention_agent: list = field(default_factory=list)
+    chunks: list = field(default_factory=list)
+
+    _COLUMNS = (("sender", np.int64), ("slot", np.int64), ("kind", np.int8), ("target_id", np.int64),
+                ("recipient", np.int32), ("topic", np.int32), ("sentiment", np.float64))
+
+    def add_chunk(self, mention_row: np.ndarray | None = None, mention_agent: np.ndarray | None = None,
+                  **columns: np.ndarray) -> None:
+        """Numeric actions as arrays (every column of ``_COLUMNS``); ``mention_row`` counts rows
+        within this chunk."""
+        self.chunks.append((columns, mention_row, mention_agent))
+
+    def _column(self, name: str, dtype) -> np.ndarray:
+        parts = [np.asarray(getattr(self, name) if name != "topic" else
+                            [t if isinstance(t, int) else -1 for t in self.topic], dtype)]
+        return np.concatenate(parts + [np.asarray(c[name], dtype) for c, _, _ in self.chunks])
 
     def to_actions(self, vocab: TopicVocabulary, n_agents: int, n_actions: int,
                    round: int) -> tuple[RoundActions, list]:
         """The round's actions: columns in (agent, slot) order, new topics added to ``vocab`` in
         that order; and their texts in the same order."""
-        order = np.lexsort((np.asarray(self.slot, np.int64), np.asarray(self.sender, np.int64)))
-        topics = [self.topic[k] for k in order]
-        topic_ids = np.array([t if isinstance(t, int) else vocab.add(t) for t in topics], dtype=np.int32)
+        sender, slot = self._column("sender", np.int64), self._column("slot", np.int64)
+        order = np.lexsort((slot, sender))
+        topic_ids = self._column("topic", np.int32)
+        listed = len(self.sender)
+        if any(not isinstance(t, int) for t in self.topic):     # new topics, in (agent, slot) order
+            for k in order[order < listed].tolist():
+                if not isinstance(self.topic[k], int):
+                    topic_ids[k] = vocab.add(self.topic[k])
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))          # old row -> row in (agent, slot) order
-        m_row = position[np.concatenate(self.mention_row)] if self.mention_row else np.zeros(0, np.int64)
-        m_agent = np.concatenate(self.mention_agent) if self.mention_agent else np.zeros(0, np.int64)
+        rows, agents = list(self.mention_row), list(self.mention_agent)
+        offset = listed
+        for columns, m_row, m_agent in self.chunks:
+            if m_row is not None and len(m_row):
+                rows.append(np.asarray(m_row, np.int64) + offset)
+                agents.append(m_agent)
+            offset += len(columns["sender"])
+        m_row = position[np.concatenate(rows)] if rows else np.zeros(0, np.int64)
+        m_agent = np.concatenate(agents) if agents else np.zeros(0, np.int64)
         m_order = np.argsort(m_row, kind="stable")
         actions = RoundActions(
             n_agents=n_agents, n_actions=n_actions, round=round,
-            sender=np.asarray(self.sender, np.int32)[order],
-            kind=np.asarray(self.kind, np.int8)[order],
-            recipient=np.asarray(self.recipient, np.int32)[order],
-            target_id=np.asarray(self.target_id, np.int64)[order],
-            topic=topic_ids,
-            sentiment=np.asarray(self.sentiment, np.float64)[order],
+            sender=sender.astype(np.int32)[order],
+            kind=self._column("kind", np.int8)[order],
+            recipient=self._column("recipient", np.int32)[order],
+            target_id=self._column("target_id", np.int64)[order],
+            topic=topic_ids[order],
+            sentiment=self._column("sentiment", np.float64)[order],
             mention_action=m_row[m_order],
             mention_agent=m_agent[m_order].astype(np.int32, copy=False),
         )
-        return actions, [self.text[k] for k in order]
+        if not any(t is not None for t in self.text):
+            return actions, [None] * len(order)
+        texts = np.array(self.text + [None] * (len(order) - listed), dtype=object)
+        return actions, texts[order].tolist()
 
 
 @dataclass(frozen=True)
@@ -394,19 +427,11 @@ class ActParser:
         topic_ids = np.where(k == COM, _take(topics_col, tgt), topic[a_idx, s_idx])
         sentiment = TONE_SENTIMENT[act[a_idx, s_idx, 5]]
         flags = mention_flags[a_idx, s_idx] & ((k == POST) | (k == COM))[:, None]
-        base = len(out.sender)
-        out.sender.extend(sender.tolist())
-        out.slot.extend(s_idx.tolist())
-        out.kind.extend(k.tolist())
-        out.target_id.extend(target_id.tolist())
-        out.recipient.extend(recipient.tolist())
-        out.topic.extend(topic_ids.tolist())
-        out.sentiment.extend(sentiment.tolist())
-        out.text.extend([None] * len(sender))
+        rows = agents_m = None
         if flags.any():
             rows, agents_m = _unique_mentions(np.where(flags, _take(authors, feed[a_idx]), -1), sender)
-            out.mention_row.append(base + rows)
-            out.mention_agent.append(agents_m)
+        out.add_chunk(rows, agents_m, sender=sender, slot=s_idx, kind=k, target_id=target_id, recipient=recipient,
+                      topic=topic_ids, sentiment=sentiment)
 
 
 
