@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 import resource
 import subprocess
 import sys
@@ -75,6 +76,9 @@ def main() -> None:
                         help="dict: PettingZoo step(); arrays: the batched step_arrays() (numeric only)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--docs", action="store_true",
+                        help="write the results (and the ratio of the last two sizes) into docs/benchmarks.md, "
+                             "section bench_env_1m")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.agents[0], args.rounds, args.obs_format, args.recommender, args.api)))
@@ -96,6 +100,29 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
+    if args.docs:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _docs import write_section
+        write_section("benchmarks.md", "bench_env_1m", scale_table(results))
+
+
+def scale_table(results: list[dict]) -> str:
+    import os
+    import platform
+
+    lines = ["| agents | API | s / round (mean) | s / round (max) | act step | vote step | peak RSS | items | directed ties |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(f"| {r['agents']:,} | {r['api']} | {r['sec_per_round_mean']:.2f} | {r['sec_per_round_max']:.2f} | "
+                     f"{r['act_step_s']:.2f} | {r['vote_step_s']:.2f} | {r['peak_rss_gb']:.2f} GB | {r['items']:,} | "
+                     f"{r['ties']:,} |")
+    note = (f"\n\n{results[0]['rounds_timed']} timed rounds after a warm-up round, each size in its own process, "
+            f"on {os.cpu_count()} CPU cores ({platform.machine()}).")
+    if len(results) >= 2:
+        a, b = results[-2], results[-1]
+        note += (f" {b['agents']:,} agents take {b['sec_per_round_mean'] / a['sec_per_round_mean']:.1f}x the time of "
+                 f"{a['agents']:,} per round.")
+    return "\n".join(lines) + note
 
 
 if __name__ == "__main__":

@@ -1,32 +1,33 @@
 """Baseline scores of every registered task (socialgym/tasks.py), written into the docs.
 
-    .venv/bin/python benchmarks/tasks.py --train              # train PPO per small task, then measure all
+    .venv/bin/python benchmarks/tasks.py --train              # train PPO (both variants, 3 seeds), then measure
     .venv/bin/python benchmarks/tasks.py                      # measure with the models already in --models
     .venv/bin/python benchmarks/tasks.py --sizes small --episodes 5 --no-docs
 
-Per task and policy (random, greedy, PPO): one fresh policy plays ``--episodes`` episodes on the
-held-out seeds ``--seed .. --seed+episodes-1`` through ``socialgym.experiments.analysis.evaluate.evaluate``
+Per task and policy: random and greedy play ``--episodes`` episodes on the held-out seeds
+``--seed .. --seed+episodes-1`` through ``socialgym.experiments.analysis.evaluate.evaluate``
 (training uses seeds at or above 2**20, its in-training evaluation 20000...). An agent's
 episode return is its λ-weighted total summed over rounds, with the episode's λ (one-hot for a
 single-reward task, the reset's draw for ``mixed``); the mean over agents is one sample per
-episode, and the table gives the mean over episodes with a 95 % t-interval.
+episode, and a scripted row gives the mean over episodes with a 95 % t-interval.
 
-PPO is trained on each *small* task with the default ``Args`` of socialgym/baselines/ppo.py,
-PRE with more iterations (``ITERATIONS``), by ``--train`` (models in ``--models/<objective>/``);
-a large task is played by the model of its small task (the per-agent interface is the same, so
-the network acts at any population size).
+PPO is trained on each *small* task with the default ``Args`` of socialgym/baselines/ppo.py in
+two variants (``TEAM_SPIRIT``): cooperative (team spirit 0.8, the default) and selfish (0, the
+reward random and greedy pursue), each with the training seeds ``TRAIN_SEEDS``, by ``--train``
+(``--jobs`` at a time; models in ``--models/<objective>/<variant>-seed<k>/``). Every network plays
+the same held-out episodes; a PPO cell is the mean over training seeds ± the standard deviation
+across them. A large task is played by the networks of its small task (the per-agent interface
+is the same, so a network acts at any population size). The normalised score of a policy is
+(x − random) / (best known − random), best known = the highest mean of greedy and the PPO
+variants on that task.
 
-Learnability (socialgym's own test of the core paper's claim 2): per single-reward task the
-normalised gain (PPO − random) / (greedy − random) on the held-out seeds, and the first
-iteration whose in-training evaluation (``eval_return``, validation seeds) reaches greedy's
-score on the same validation seeds.
-
-Transfer: each small task's PPO network also plays the task with ``--transfer-agents`` (50)
-agents, beside random and greedy at that size.
+Transfer: each small task's cooperative PPO networks also play the task with
+``--transfer-agents`` (50) agents, beside random and greedy at that size.
 
 Writes ``benchmarks/results_tasks.json``, the sections ``tasks-sizes``, ``tasks-baselines`` and
 ``tasks-transfer`` of docs/tasks.md, ``tasks-learnability`` of docs/reproduction.md, ``training-mixed`` of
-docs/training.md and the mixed task's learning curve docs/images/ppo_mixed_curve.png.
+docs/training.md and the mixed task's learning curve docs/images/ppo_mixed_curve.png (training
+seed 0's in-training evaluation).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import csv
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,8 +47,19 @@ from _docs import DOCS, write_section  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results_tasks.json"
 MODELS = Path("runs/tasks")
-POLICIES = ("random", "greedy", "ppo")
-LABELS = {"random": "random", "greedy": "greedy", "ppo": "PPO", "llm": "LLM"}
+POLICIES = ("random", "greedy", "ppo", "ppo_selfish")
+SCRIPTED = ("random", "greedy")
+TEAM_SPIRIT = {"ppo": 0.8, "ppo_selfish": 0.0}
+"""The PPO variants: the cooperative default (80 % of the reward an agent learns from is the
+population's mean) and the selfish one (its own reward only) — what greedy and random are."""
+TRAIN_SEEDS = (0, 1, 2)
+LABELS = {"random": "random", "greedy": "greedy", "ppo": "PPO (team spirit 0.8)",
+          "ppo_selfish": "PPO (selfish, team spirit 0)", "llm": "LLM"}
+
+
+def model_dir(models: Path, objective: str, variant: str, train_seed: int) -> Path:
+    """Where the PPO model of one objective, variant and training seed lives."""
+    return models / objective / f"{variant}-seed{train_seed}"
 
 
 def make_policy(name: str, seed: int, model: Path | None = None, client=None):
@@ -56,7 +69,7 @@ def make_policy(name: str, seed: int, model: Path | None = None, client=None):
         from socialgym.agents import LLMPolicy
         from socialgym.agents.demo import COMPACT_POLICY
         return LLMPolicy(client, **COMPACT_POLICY, seed=seed)
-    if name == "ppo":
+    if name in TEAM_SPIRIT:
         from socialgym.baselines.torch_policy import TorchPolicy
         return TorchPolicy.load(model, seed=seed)
     return {"random": RandomPolicy, "greedy": GreedyPolicy}[name](seed=seed)
@@ -72,15 +85,11 @@ def measure(task_id: str, policy: str, episodes: int, seed: int, model: Path | N
     start = time.perf_counter()
     row = evaluate({policy: lambda: make_policy(policy, seed, model, client)}, task_id, overrides=overrides,
                    episodes=episodes, seed=seed)[0]
+    # (evaluate's own label for the policy is its key; the row keeps the variant name)
     return {"task": task_id, "policy": policy, "episodes": episodes, "seeds": [seed, seed + episodes - 1],
             "return_mean": row["total"], "return_ci95": row["total_ci95"], "returns": row["returns"],
             **{f"{k}_mean": row[k] for k in REWARD_NAMES}, "seconds": round(time.perf_counter() - start, 2),
             **({"model": str(model)} if model else {}), **({"overrides": overrides} if overrides else {})}
-
-
-ITERATIONS = {"PRE": 1000}
-"""Tasks trained longer than Args' default 500 iterations: PRE's validation return was still
-rising at 500, just under greedy's, and passed it at about 800 (its train_log.csv has the curve)."""
 
 
 def measure_llm(objectives: list[str], episodes: int, seed: int) -> list[dict]:
@@ -106,20 +115,28 @@ def measure_llm(objectives: list[str], episodes: int, seed: int) -> list[dict]:
     return rows
 
 
-def train_ppo(objective: str, models: Path, iterations: int | None) -> dict:
-    """Train PPO on the small task of ``objective`` with the default Args (and ITERATIONS);
-    returns its budget."""
-    import dataclasses
+def train_all(objectives: list[str], models: Path, jobs: int, iterations: int | None) -> None:
+    """Train every (objective, variant, training seed) with the default Args, ``jobs`` at a time
+    (one torch thread each), each through the command line a user would type."""
+    import concurrent.futures
 
-    from socialgym.baselines import ppo
+    commands = []
+    for objective in objectives:
+        for variant, spirit in TEAM_SPIRIT.items():
+            for seed in TRAIN_SEEDS:
+                out = model_dir(models, objective, variant, seed)
+                cmd = [sys.executable, "-m", "socialgym.baselines.ppo", "--task", objective, "--seed", str(seed),
+                       "--team-spirit", str(spirit), "--out", str(out), "--threads", "1" if jobs > 1 else "0"]
+                commands.append(cmd + (["--iterations", str(iterations)] if iterations else []))
 
-    args = ppo.Args(task=objective, out=str(models / objective))
-    iterations = iterations or ITERATIONS.get(objective)
-    if iterations:
-        args = dataclasses.replace(args, iterations=iterations)
-    print(f"training PPO on {objective}: {args.iterations} iterations x {args.num_envs} episodes", flush=True)
-    ppo.train(args, progress=False)
-    return budget(models / objective)
+    def run(cmd):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
+        print(done.stdout.strip().splitlines()[-1], flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(run, commands))
 
 
 def budget(directory: Path) -> dict:
@@ -135,16 +152,6 @@ def budget(directory: Path) -> dict:
 def read_log(directory: Path) -> list[dict]:
     with open(directory / "train_log.csv", newline="") as f:
         return list(csv.DictReader(f))
-
-
-def iterations_to(rows: list[dict], target: float) -> dict | None:
-    """The first logged evaluation at or above ``target``: its iteration and seconds. (The
-    returns are float32 sums in training, float64 in evaluation: 1e-4 of slack.)"""
-    for r in rows:
-        value = float(r["eval_return"])
-        if value == value and value >= target - 1e-4:
-            return {"iteration": int(r["iteration"]), "seconds": float(r["seconds"])}
-    return None
 
 
 # ---------------------------------------------------------------------------- markdown
@@ -174,44 +181,100 @@ def _cell(row: dict | None) -> str:
     return "not measured" if row is None else f"{row['return_mean']:.3f} ± {row['return_ci95']:.3f}"
 
 
+def aggregate(rows: list[dict]) -> dict | None:
+    """PPO rows of one task and variant, one per training seed -> mean over seeds and the
+    spread (sample standard deviation) across them."""
+    if not rows:
+        return None
+    means = [r["return_mean"] for r in rows]
+    import numpy as np
+
+    return {"return_mean": float(np.mean(means)), "seed_sd": float(np.std(means, ddof=1)) if len(means) > 1 else 0.0,
+            "seeds": len(means), "per_seed": means}
+
+
+def summary(data: dict, key: str = "results") -> dict:
+    """(task, policy) -> {return_mean, ...}: scripted rows as measured, PPO variants aggregated."""
+    out, ppo = {}, {}
+    for r in data.get(key, []):
+        if r["policy"] in TEAM_SPIRIT:
+            ppo.setdefault((r["task"], r["policy"]), []).append(r)
+        else:
+            out[(r["task"], r["policy"])] = r
+    out.update({k: aggregate(v) for k, v in ppo.items()})
+    return out
+
+
+def _ppo_cell(a: dict | None) -> str:
+    if a is None:
+        return "not measured"
+    return f"{a['return_mean']:.3f} ± {a['seed_sd']:.3f} ({a['seeds']} seeds)"
+
+
+def normalised(by: dict, task: str) -> dict[str, float]:
+    """(x − random) / (best known − random) per policy on ``task``; best known = the highest mean
+    of greedy and the PPO variants measured here."""
+    rand = by[(task, "random")]["return_mean"]
+    known = [by[(task, p)]["return_mean"] for p in POLICIES[1:] if by.get((task, p))]
+    best = max(known)
+    return {p: (by[(task, p)]["return_mean"] - rand) / (best - rand) if best > rand else float("nan")
+            for p in POLICIES if by.get((task, p))}
+
+
 def baselines_markdown(data: dict) -> str:
-    from socialgym.tasks import TASKS
 
     meta = data["meta"]
-    by = {(r["task"], r["policy"]): r for r in data["results"]}
+    by = summary(data)
     tasks = list(dict.fromkeys(r["task"] for r in data["results"]))
-    lines = ["| task | " + " | ".join(LABELS[p] for p in POLICIES) + " | LLM (embedded model) | PPO's training budget |",
-             "|---|" + "---:|" * len(POLICIES) + "---:|---|"]
+    lines = ["| task | " + " | ".join(LABELS[p] for p in POLICIES) + " | LLM (embedded model) |",
+             "|---|" + "---:|" * len(POLICIES) + "---:|"]
     for t in tasks:
-        objective = TASKS[t].objective
-        b = data.get("training", {}).get(objective)
-        if b is None:
-            spent = "not trained"
-        else:
-            spent = (f"{b['iterations']} iterations, {b['episodes']:,} episodes, {b['seconds'] / 60:.1f} min"
-                     + ("" if TASKS[t].size == "small" else f" (the small task's model, at {TASKS[t].size} size)"))
+        cells = [_cell(by.get((t, p))) if p in SCRIPTED else _ppo_cell(by.get((t, p))) for p in POLICIES]
         llm = by.get((t, "llm"))
         llm_cell = "not measured" if llm is None else f"{_cell(llm)} ({llm['episodes']} episodes)"
-        lines.append(f"| `{t}` | " + " | ".join(_cell(by.get((t, p))) for p in POLICIES) + f" | {llm_cell} | {spent} |")
-    lines += ["", f"Mean episode return per agent (λ-weighted total summed over rounds) ± the 95 % t-interval "
-                  f"over {meta['episodes']} episodes on the held-out seeds {meta['seed']}–"
-                  f"{meta['seed'] + meta['episodes'] - 1}. PPO samples its actions (its evaluation uses the "
-                  f"same stochastic policy it was trained as). Measured by `benchmarks/tasks.py` in "
-                  f"{meta['seconds']:.0f} s on {meta['machine']}, training excluded (raw numbers, per-component "
-                  f"means and per-episode returns: `benchmarks/results_tasks.json`). Training times are wall-clock "
-                  "as logged by each run; the runs shared the machine's cores with other work (two or more at a "
-                  "time), so a run on its own is faster."]
+        lines.append(f"| `{t}` | " + " | ".join(cells) + f" | {llm_cell} |")
+    lines += ["", "Normalised score (x − random) / (best known − random): 1 is the best policy measured on the task "
+                  "(greedy or a PPO variant), 0 is random.", "",
+              "| task | " + " | ".join(LABELS[p] for p in POLICIES[1:]) + " |", "|---|" + "---:|" * (len(POLICIES) - 1)]
+    for t in tasks:
+        score = normalised(by, t)
+        lines.append(f"| `{t}` | " + " | ".join(f"{score[p]:.2f}" if p in score else "—" for p in POLICIES[1:]) + " |")
+    lines += ["", budget_sentence(data), "",
+              f"random and greedy: mean episode return per agent (λ-weighted total summed over rounds) ± the 95 % "
+              f"t-interval over {meta['episodes']} episodes on the held-out seeds {meta['seed']}–"
+              f"{meta['seed'] + meta['episodes'] - 1}. PPO: one network per training seed "
+              f"({', '.join(map(str, TRAIN_SEEDS))}), each played on the same {meta['episodes']} held-out episodes "
+              "(sampling its actions, as it was trained); the cell is the mean over the training seeds ± the "
+              "standard deviation across them, so the ± is the seed-to-seed spread, not episode noise. A large "
+              "task is played by its small task's networks (20 agents at training, 100 in play). Measured by "
+              f"`benchmarks/tasks.py` in {meta['seconds']:.0f} s on {meta['machine']}, training excluded (raw numbers, "
+              "per-seed and per-episode returns: `benchmarks/results_tasks.json`)."]
     for r in (r for r in data["results"] if r["policy"] == "llm"):
         lines += ["", f"LLM on `{r['task']}`: `LLMPolicy` with the demo's compact prompts on the embedded "
                       f"SmolLM2-135M, one request at a time, on the first {r['episodes']} held-out seeds; "
                       f"{r['requests']:,} requests in {r['seconds'] / 60:.0f} min, {r['fallback_share']:.1%} of "
                       "its LLM tasks fell back to a scripted action (`python benchmarks/tasks.py --llm "
                       "OBJECTIVE`)."]
-    flat = [f"{LABELS[r['policy']]} on `{r['task']}`" for r in data["results"] if r["return_ci95"] < 5e-4]
-    if flat:
-        lines += ["", f"± 0.000 ({', '.join(flat)}): the episodes' returns agree to three decimals — a population "
-                      "of that policy acts (nearly) the same whatever the seed."]
     return "\n".join(lines)
+
+
+def budget_sentence(data: dict) -> str:
+    """How long the PPO networks trained, from their logs."""
+    import numpy as np
+
+    parts = []
+    for objective, variants in data.get("training", {}).items():
+        for variant, runs in variants.items():
+            if runs:
+                seconds = [b["seconds"] for b in runs]
+                parts.append(f"{objective} {'selfish' if variant == 'ppo_selfish' else 'cooperative'}: "
+                             f"{runs[0]['iterations']} iterations, {runs[0]['episodes']:,} episodes, "
+                             f"{np.mean(seconds):.0f} s (max {max(seconds):.0f} s)")
+    if not parts:
+        return "PPO not trained yet: run `python benchmarks/tasks.py --train`."
+    jobs = data["meta"].get("jobs", 1)
+    return ("PPO training budgets (default `Args` of `socialgym/baselines/ppo.py`, mean wall-clock time over the "
+            f"seeds; {jobs} trainings ran at a time, one torch thread each): " + "; ".join(parts) + ".")
 
 
 def transfer_markdown(data: dict) -> str:
@@ -219,16 +282,18 @@ def transfer_markdown(data: dict) -> str:
     if not rows:
         return "Not measured yet: run `python benchmarks/tasks.py --train`."
     n = rows[0]["overrides"]["n_agents"]
-    by = {(r["task"], r["policy"]): r for r in rows}
+    by = summary(data, "transfer")
     tasks = list(dict.fromkeys(r["task"] for r in rows))
-    lines = ["| task | agents | random | greedy | PPO (trained at 20 agents) |", "|---|---:|---:|---:|---:|"]
+    lines = ["| task | agents | random | greedy | PPO, team spirit 0.8 (trained at 20 agents) |",
+             "|---|---:|---:|---:|---:|"]
     for t in tasks:
-        lines.append(f"| `{t}` | {n} | " + " | ".join(_cell(by.get((t, p))) for p in POLICIES) + " |")
+        lines.append(f"| `{t}` | {n} | {_cell(by.get((t, 'random')))} | {_cell(by.get((t, 'greedy')))} | "
+                     f"{_ppo_cell(by.get((t, 'ppo')))} |")
     meta = data["meta"]
     lines += ["", f"Each small task played by {n} agents instead of 20 (`overrides={{'n_agents': {n}}}`), the "
-                  f"PPO network of that task unchanged; {meta['episodes']} held-out episodes (seeds {meta['seed']}–"
-                  f"{meta['seed'] + meta['episodes'] - 1}), mean episode return per agent ± 95 % t-interval. "
-                  "Written by `benchmarks/tasks.py`."]
+                  f"PPO networks of that task unchanged; {meta['episodes']} held-out episodes (seeds {meta['seed']}–"
+                  f"{meta['seed'] + meta['episodes'] - 1}); scripted: mean ± 95 % t-interval; PPO: mean over the "
+                  "training seeds ± their standard deviation. Written by `benchmarks/tasks.py`."]
     return "\n".join(lines)
 
 
@@ -236,20 +301,16 @@ def learnability_rows(data: dict) -> list[dict]:
     from socialgym.config import REWARD_NAMES
     from socialgym.tasks import task_id
 
-    by = {(r["task"], r["policy"]): r for r in data["results"]}
+    by = summary(data)
     out = []
     for objective in REWARD_NAMES:
         t = task_id(objective)
-        random, greedy, trained = (by.get((t, p)) for p in POLICIES)
-        if trained is None:
+        if by.get((t, "ppo")) is None:
             continue
-        gap = greedy["return_mean"] - random["return_mean"]
-        learn = data.get("learnability", {}).get(objective, {})
-        out.append({"objective": objective, "random": random["return_mean"], "greedy": greedy["return_mean"],
-                    "ppo": trained["return_mean"], "ppo_ci95": trained["return_ci95"],
-                    "gain": (trained["return_mean"] - random["return_mean"]) / gap if gap else float("nan"),
-                    "reached": learn.get("reached"), "iterations": data["training"][objective]["iterations"],
-                    "greedy_validation": learn.get("greedy_validation")})
+        score = normalised(by, t)
+        out.append({"objective": objective, **{p: by[(t, p)]["return_mean"] for p in POLICIES if by.get((t, p))},
+                    "ppo_sd": by[(t, "ppo")]["seed_sd"], "seeds": by[(t, "ppo")]["seeds"],
+                    **{f"score_{p}": v for p, v in score.items()}})
     return out
 
 
@@ -257,65 +318,58 @@ def learnability_markdown(data: dict) -> str:
     rows = learnability_rows(data)
     if not rows:
         return "Not measured yet: run `python benchmarks/tasks.py --train`."
-    lines = ["| task | random | greedy | PPO | normalised gain (PPO − random) / (greedy − random) | "
-             "iterations to pass greedy |", "|---|---:|---:|---:|---:|---|"]
+    lines = ["| task | random | greedy | PPO (team spirit 0.8) | PPO (selfish) | normalised: greedy | "
+             "normalised: PPO | normalised: PPO selfish |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        reached = (f"{r['reached']['iteration']} ({r['reached']['seconds']:.0f} s)" if r["reached"]
-                   else f"not within {r['iterations']}")
-        lines.append(f"| {r['objective']} | {r['random']:.3f} | {r['greedy']:.3f} | {r['ppo']:.3f} ± "
-                     f"{r['ppo_ci95']:.3f} | {r['gain']:.2f} | {reached} |")
-
+        lines.append(f"| {r['objective']} | {r['random']:.3f} | {r['greedy']:.3f} | {r['ppo']:.3f} ± {r['ppo_sd']:.3f} | "
+                     f"{r.get('ppo_selfish', float('nan')):.3f} | {r['score_greedy']:.2f} | {r['score_ppo']:.2f} | "
+                     f"{r.get('score_ppo_selfish', float('nan')):.2f} |")
     meta = data["meta"]
-    # no ranking of the tasks by learnability: "iterations to pass greedy" measures how weak the
-    # hand-written greedy heuristic is on each task, and the gain divides by greedy's margin too;
-    # the rewards' scales differ, so neither column orders the tasks by how learnable they are
-    lines += ["", "No ranking of the tasks by learnability is drawn from this table: \"iterations to pass greedy\" "
-                  "and the normalised gain both measure PPO against the greedy heuristic, so they say how weak "
-                  "greedy is on each task as much as how learnable the task is, and the rewards' scales differ. "
-                  "The paper's claim 2 (INF easiest, COORD hardest) is therefore not tested by this table.", "",
-              f"PPO with the default `Args` of `socialgym/baselines/ppo.py` on each small task (the budgets are in "
-              f"docs/tasks.md); returns on the "
-              f"held-out seeds {meta['seed']}–{meta['seed'] + meta['episodes'] - 1} (docs/tasks.md); "
-              "\"iterations to pass greedy\" is the first in-training evaluation (every "
-              f"{data['training'][rows[0]['objective']]['args']['eval_every']} iterations, validation seeds "
-              "20000…) at or above greedy's mean on the same validation seeds. The gain is a ratio of "
-              "differences of means; where greedy is close to random (INF) it is noisy. Written by "
-              "`benchmarks/tasks.py`."]
+    # no ranking of the tasks by learnability: the normalised scores divide by the best policy
+    # measured on each task, and the rewards' scales differ
+    lines += ["", "No ranking of the tasks by learnability is drawn from this table: the normalised score "
+                  "(x − random) / (best known − random) measures each policy against the best one measured on the "
+                  "same task, so it says how far PPO gets towards what is known to be reachable there, not how "
+                  "learnable one task is against another, and the rewards' scales differ. The paper's claim 2 "
+                  "(INF easiest, COORD hardest) is therefore not tested by this table.", "",
+              f"PPO with the default `Args` of `socialgym/baselines/ppo.py`, {rows[0]['seeds']} training seeds per "
+              f"variant (mean ± standard deviation across seeds); returns on the held-out seeds {meta['seed']}–"
+              f"{meta['seed'] + meta['episodes'] - 1} (docs/tasks.md). Written by `benchmarks/tasks.py`."]
     return "\n".join(lines)
 
 
 def mixed_markdown(data: dict) -> str:
     """The mixed task's table with components, for docs/training.md."""
+    import numpy as np
+
     from socialgym.config import REWARD_NAMES
     from socialgym.tasks import task_id
 
     t = task_id("mixed")
-    rows = [r for r in data["results"] if r["task"] == t]
-    b = data.get("training", {}).get("mixed")
-    if b is None or not rows:
+    rows = [r for r in data["results"] if r["task"] == t and r["policy"] != "llm"]
+    runs = data.get("training", {}).get("mixed", {}).get("ppo")
+    if not runs or not rows:
         return "Not measured yet: run `python benchmarks/tasks.py --train`."
     meta = data["meta"]
     lines = ["| policy | " + " | ".join(REWARD_NAMES) + " | total (λ-weighted) |",
              "|---|" + "---:|" * (len(REWARD_NAMES) + 1)]
-    for r in rows:
-        lines.append(f"| {LABELS[r['policy']]} | " + " | ".join(f"{r[c + '_mean']:.3f}" for c in REWARD_NAMES)
-                     + f" | {_cell(r)} |")
-    by = {r["policy"]: r for r in rows}
-    ppo, greedy = by["ppo"], by["greedy"]
-    ratio = ppo["return_mean"] / greedy["return_mean"] - 1
-    apart = ppo["return_mean"] - ppo["return_ci95"] > greedy["return_mean"] + greedy["return_ci95"]
-    learn = data.get("learnability", {}).get("mixed", {})
-    plus = learn.get("reached_greedy_plus_10")
-    crossing = (f"In training, the validation return first reached greedy + 10 % (greedy "
-                f"{learn['greedy_validation']:.3f} on the validation seeds) at iteration {plus['iteration']}, "
-                f"after {plus['seconds']:.0f} s." if plus else "In training, the validation return never reached "
-                "greedy + 10 %.")
+    for p in POLICIES:
+        mine = [r for r in rows if r["policy"] == p]
+        if not mine:
+            continue
+        comps = " | ".join(f"{np.mean([r[c + '_mean'] for r in mine]):.3f}" for c in REWARD_NAMES)
+        total = _cell(mine[0]) if p in SCRIPTED else _ppo_cell(aggregate(mine))
+        lines.append(f"| {LABELS[p]} | {comps} | {total} |")
+    by = summary(data)
+    ppo, greedy = by[(t, "ppo")], by[(t, "greedy")]
     lines += ["", f"`{t}`, {meta['episodes']} held-out episodes (seeds {meta['seed']}–"
-                  f"{meta['seed'] + meta['episodes'] - 1}). PPO trained for {b['iterations']} iterations "
-                  f"({b['episodes']:,} episodes, {b['decisions']:,} decisions) in {b['seconds'] / 60:.1f} min on "
-                  f"{meta['machine']}: **{ratio:+.1%} against greedy**, intervals "
-                  f"{'apart' if apart else 'overlapping'}. Component columns are unweighted sums over rounds; "
-                  "the total weighs them by each agent's λ. " + crossing, "",
+                  f"{meta['seed'] + meta['episodes'] - 1}); PPO rows are the mean over {ppo['seeds']} training seeds "
+                  f"({runs[0]['iterations']} iterations, {runs[0]['episodes']:,} episodes each, "
+                  f"{np.mean([b['seconds'] for b in runs]):.0f} s on average): "
+                  f"**{ppo['return_mean'] / greedy['return_mean'] - 1:+.1%} against greedy** (the lowest seed "
+                  f"{min(ppo['per_seed']):.3f}, greedy {greedy['return_mean']:.3f} ± {greedy['return_ci95']:.3f}). "
+                  "Component columns are unweighted sums over rounds (PPO: mean over seeds); the total weighs them "
+                  "by each agent's λ.", "",
               "![PPO on the mixed task: in-training evaluation against greedy and random](images/ppo_mixed_curve.png)"]
     return "\n".join(lines)
 
@@ -346,15 +400,17 @@ def _cores() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from socialgym.baselines.ppo import VALIDATION_SEED, Args
-    from socialgym.config import REWARD_NAMES
     from socialgym.tasks import OBJECTIVES, SIZES, TASKS, task_id
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=10_000, help="first held-out evaluation seed")
-    parser.add_argument("--models", type=Path, default=MODELS, help="trained PPO models, one folder per objective")
-    parser.add_argument("--train", action="store_true", help="train PPO on each small task first (default Args)")
+    parser.add_argument("--models", type=Path, default=MODELS,
+                        help="trained PPO models: OBJECTIVE/VARIANT-seedK/ under this folder")
+    parser.add_argument("--train", action="store_true",
+                        help="train PPO first: every small task, both variants, every training seed")
+    parser.add_argument("--jobs", type=int, default=2, help="with --train: trainings at a time")
     parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=list(OBJECTIVES),
                         help="the objectives to train (with --train)")
     parser.add_argument("--iterations", type=int, default=None, help="with --train: override Args.iterations")
@@ -384,51 +440,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes < 2:
         parser.error("--episodes must be >= 2 (the interval needs two samples)")
     if args.train:
-        for objective in args.objectives:
-            train_ppo(objective, args.models, args.iterations)
+        train_all(args.objectives, args.models, args.jobs, args.iterations)
     start = time.perf_counter()
-    results, training = [], {}
-    for objective in OBJECTIVES:
-        if (args.models / objective / "model.pt").is_file():
-            training[objective] = budget(args.models / objective)
-    for task in TASKS.values():
-        if task.size not in args.sizes:
-            continue
-        for policy in POLICIES:
-            model = args.models / task.objective / "model.pt" if policy == "ppo" else None
-            if policy == "ppo" and task.objective not in training:
-                continue
-            row = measure(task.id, policy, args.episodes, args.seed, model)
-            results.append(row)
-            print(f"{task.id:<34} {policy:<7} {row['return_mean']:8.3f} ± {row['return_ci95']:.3f}  "
-                  f"({row['seconds']:.1f} s)", flush=True)
-    transfer = []
-    if "small" in args.sizes:
-        for objective in training:
-            for policy in POLICIES:
-                model = args.models / objective / "model.pt" if policy == "ppo" else None
-                row = measure(task_id(objective), policy, args.episodes, args.seed, model,
-                              {"n_agents": args.transfer_agents})
-                transfer.append(row)
-                print(f"{task_id(objective):<34} {policy:<7} at {args.transfer_agents} agents "
-                      f"{row['return_mean']:8.3f} ± {row['return_ci95']:.3f}", flush=True)
-    learnability = {}
-    for objective in training:
-        if objective not in REWARD_NAMES and objective != "mixed":
-            continue
-        eval_episodes = training[objective]["args"]["eval_episodes"]
-        validation = {p: measure(task_id(objective), p, eval_episodes, VALIDATION_SEED)["return_mean"]
-                      for p in ("random", "greedy")}
-        learnability[objective] = {"greedy_validation": validation["greedy"],
-                                   "random_validation": validation["random"],
-                                   "reached": iterations_to(read_log(args.models / objective), validation["greedy"]),
-                                   "reached_greedy_plus_10": iterations_to(read_log(args.models / objective),
-                                                                           1.1 * validation["greedy"])}
+    training = {o: {v: [budget(model_dir(args.models, o, v, k)) for k in TRAIN_SEEDS
+                        if (model_dir(args.models, o, v, k) / "model.pt").is_file()] for v in TEAM_SPIRIT}
+                for o in OBJECTIVES}
+
+    def play(task: str, overrides: dict | None, variants=POLICIES) -> list[dict]:
+        objective, rows = TASKS[task].objective, []
+        for policy in variants:
+            runs = [None] if policy in SCRIPTED else [k for k in TRAIN_SEEDS if (
+                model_dir(args.models, objective, policy, k) / "model.pt").is_file()]
+            for k in runs:
+                model = None if k is None else model_dir(args.models, objective, policy, k) / "model.pt"
+                row = measure(task, policy, args.episodes, args.seed, model, overrides)
+                rows.append(row if k is None else {**row, "train_seed": k})
+                print(f"{task:<34} {policy:<12} {'' if k is None else f'seed {k}':<7} {row['return_mean']:8.3f} ± "
+                      f"{row['return_ci95']:.3f}  ({row['seconds']:.1f} s)", flush=True)
+        return rows
+
+    results = [r for task in TASKS.values() if task.size in args.sizes for r in play(task.id, None)]
+    transfer = [r for o in OBJECTIVES if "small" in args.sizes and training[o]["ppo"]
+                for r in play(task_id(o), {"n_agents": args.transfer_agents}, ("random", "greedy", "ppo"))]
+    validation = {}
+    if training["mixed"]["ppo"]:
+        eval_episodes = training["mixed"]["ppo"][0]["args"]["eval_episodes"]
+        validation = {p: measure(task_id("mixed"), p, eval_episodes, VALIDATION_SEED)["return_mean"]
+                      for p in SCRIPTED}
     seconds = time.perf_counter() - start
-    data = {"meta": {"episodes": args.episodes, "seed": args.seed, "sizes": args.sizes,
+    data = {"meta": {"episodes": args.episodes, "seed": args.seed, "sizes": args.sizes, "jobs": args.jobs,
+                     "train_seeds": list(TRAIN_SEEDS), "team_spirit": TEAM_SPIRIT,
                      "seconds": round(seconds, 1), "machine": f"{_cores()} CPU cores, {platform.machine()}",
                      "python": platform.python_version(), "default_args": __import__("dataclasses").asdict(Args())},
-            "sizes": {s: dict(SIZES[s]) for s in SIZES}, "training": training, "learnability": learnability,
+            "sizes": {s: dict(SIZES[s]) for s in SIZES}, "training": training, "mixed_validation": validation,
             "results": results, "transfer": transfer}
     args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(f"{len(results)} evaluations in {seconds:.1f} s; wrote {args.out}")
@@ -441,17 +485,15 @@ def write_docs(data: dict, models: Path) -> None:
     """Every docs section this script owns, from its results (and the mixed model's training log)."""
     from socialgym.tasks import task_id
 
-    training, learnability = data["training"], data["learnability"]
     write_section("tasks.md", "tasks-sizes", sizes_markdown())
     print(f"written to {write_section('tasks.md', 'tasks-baselines', baselines_markdown(data))}")
     write_section("tasks.md", "tasks-transfer", transfer_markdown(data))
     if learnability_rows(data):
         print(f"written to {write_section('reproduction.md', 'tasks-learnability', learnability_markdown(data))}")
-    if "mixed" in training and "mixed" in learnability:
-        curve(models / "mixed", DOCS / "images" / "ppo_mixed_curve.png",
-              {"greedy": learnability["mixed"]["greedy_validation"],
-               "random": learnability["mixed"]["random_validation"]},
-              f"{task_id('mixed')}: PPO with the default Args")
+    if data.get("training", {}).get("mixed", {}).get("ppo") and data.get("mixed_validation"):
+        curve(model_dir(models, "mixed", "ppo", TRAIN_SEEDS[0]), DOCS / "images" / "ppo_mixed_curve.png",
+              data["mixed_validation"], f"{task_id('mixed')}: PPO with the default Args (training seed "
+              f"{TRAIN_SEEDS[0]})")
         print(f"written to {write_section('training.md', 'training-mixed', mixed_markdown(data))}")
 
 
