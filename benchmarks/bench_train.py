@@ -225,39 +225,51 @@ CURVE_ARGS = ["--task", "mixed", "--iterations", "100", "--eval-every", "10", "-
 def curves(baseline: str, seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
     """In-training evaluation returns per episode of this commit's and the baseline's PPO at the
     same arguments (``CURVE_ARGS``), one run per training seed."""
-    out = {}
-    for label, root in (("this", ROOT), (baseline, baseline_root(baseline))):
-        runs = []
-        for seed in seeds:
-            with tempfile.TemporaryDirectory() as tmp:
-                subprocess.run([sys.executable, "-m", "socialgym.baselines.ppo", *CURVE_ARGS, "--seed", str(seed),
-                                "--out", tmp], cwd=root, check=True, capture_output=True,
-                               env={**os.environ, "PYTHONPATH": str(root)})
-                log = list(csv.DictReader(open(Path(tmp) / "train_log.csv")))
-            runs.append({int(r["episodes"]): float(r["eval_return"]) for r in log if r["eval_return"] != "nan"})
-            print(label, seed, runs[-1], flush=True)
-        out[label] = runs
+    import concurrent.futures
+
+    def one(label: str, root: Path, seed: int) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+            subprocess.run([sys.executable, "-m", "socialgym.baselines.ppo", *CURVE_ARGS, "--seed", str(seed),
+                            "--out", tmp], cwd=root, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": path})
+            log = list(csv.DictReader(open(Path(tmp) / "train_log.csv")))
+        run = {int(r["episodes"]): float(r["eval_return"]) for r in log if r["eval_return"] != "nan"}
+        print(label, seed, run, flush=True)
+        return run
+
+    jobs = [(label, root, seed) for label, root in (("this", ROOT), (baseline, baseline_root(baseline)))
+            for seed in seeds]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(jobs), (os.cpu_count() or 2) // 2))) as pool:
+        runs = list(pool.map(lambda job: one(*job), jobs))
+    out: dict = {"machine": {"cpus": os.cpu_count(), "machine": platform.machine(),
+                             "date": datetime.date.today().isoformat()}, "runs": {}}
+    for (label, _, _), run in zip(jobs, runs):
+        out["runs"].setdefault(label, []).append(run)
     return out
 
 
 def curve_table(data: dict) -> str:
     import numpy as np
 
-    labels = list(data)
-    episodes = sorted(set.intersection(*(set(map(int, run)) for runs in data.values() for run in runs)))
+    machine, runs = data["machine"], data["runs"]
+    labels = list(runs)
+    episodes = sorted(set.intersection(*(set(map(int, run)) for rs in runs.values() for run in rs)))
     lines = ["| episodes | " + " | ".join("this commit" if k == "this" else f"commit {k} (before)" for k in labels)
              + " |", "|---:|" + "---:|" * len(labels)]
+    stats = []
     for e in episodes:
-        cells = []
-        for k in labels:
-            values = [run[str(e)] if str(e) in run else run[e] for run in data[k]]
-            cells.append(f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}")
-        lines.append(f"| {e:,} | " + " | ".join(cells) + " |")
+        row = [[run[str(e)] if str(e) in run else run[e] for run in runs[k]] for k in labels]
+        stats.append([(float(np.mean(v)), float(np.std(v, ddof=1))) for v in row])
+        lines.append(f"| {e:,} | " + " | ".join(f"{m:.3f} ± {sd:.3f}" for m, sd in stats[-1]) + " |")
+    within = sum(abs(a[0] - b[0]) <= a[1] + b[1] for a, b in stats)
+    worst = max(range(len(stats)), key=lambda i: abs(stats[i][0][0] - stats[i][1][0]))
     return "\n".join(lines) + (
         "\n\nValidation return (in-training evaluation on the seeds 20000…, mean ± standard deviation over the "
         f"training seeds 0, 1, 2) of `python -m socialgym.baselines.ppo {' '.join(CURVE_ARGS)}` — the arguments "
-        "before issue 31 — in this commit and in the baseline's worktree: the batched rollout and the Gumbel-max "
-        "sampling leave the learning per episode as it was, within the seed-to-seed spread. Written by "
+        f"before issue 31 — in this commit and in the baseline's worktree, on {machine['cpus']} CPU cores "
+        f"({machine['machine']}, {machine['date']}). At {within} of {len(stats)} points the two means differ by "
+        "less than the sum of their standard deviations; the largest difference is "
+        f"{stats[worst][0][0] - stats[worst][1][0]:+.3f} at {episodes[worst]:,} episodes. Written by "
         "`benchmarks/bench_train.py --curves`.")
 
 
