@@ -28,3 +28,21 @@ def test_a_size_that_does_not_fit_is_refused_with_the_numbers():
 def test_the_environment_checks_before_allocating():
     with pytest.raises(MemoryError, match="n_agents=10,000,000"):
         socialgym.parallel_env(n_agents=10_000_000, n_actions=3, max_rounds=100_000)
+
+
+def test_top_k_excluding_own_by_hand():
+    """Items 0..5 newest last, authored by agents 0, 1, 1, 2, 0, 3; ranking newest first."""
+    import numpy as np
+
+    from socialgym.recommenders.base import top_k_excluding_own
+
+    authors = np.array([0, 1, 1, 2, 0, 3])
+    ranked = np.array([5, 4, 3, 2, 1, 0])
+    out = top_k_excluding_own(ranked, np.array([0, 1, 2, 3, 4]), authors, 3)
+    assert out.tolist() == [[5, 3, 2],      # agent 0 authored 4 (and 0)
+                            [5, 4, 3],      # agent 1 authored 2 and 1, beyond its first three
+                            [5, 4, 2],      # agent 2 authored 3
+                            [4, 3, 2],      # agent 3 authored 5
+                            [5, 4, 3]]      # agent 4 authored nothing
+    short = top_k_excluding_own(np.array([1, 0]), np.array([0, 1]), authors, 3)
+    assert short.tolist() == [[1, -1, -1], [0, -1, -1]]    # a pool of two: each agent sees the other's item
