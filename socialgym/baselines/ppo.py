@@ -23,7 +23,7 @@ What makes it learn (the ablation table in docs/training.md measures each):
   slot j* (j < F) or *a random other agent* (F), not an agent index, so the network's size
   does not depend on the population and a policy trained at 20 agents acts at 50.
 
-    python -m socialgym.baselines.ppo --task mixed                  # the mixed task (350 iterations, about 1.5 min)
+    python -m socialgym.baselines.ppo --task mixed                  # the mixed task (350 iterations)
     python -m socialgym.baselines.ppo --task SOC --iterations 100
     python -m socialgym.baselines.ppo --help
 
