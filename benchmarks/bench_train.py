@@ -68,6 +68,8 @@ if kind == "rollout":
         decisions += int(np.prod(ep["reward"].shape))
     seconds = time.perf_counter() - start
 else:
+    if amount < 2:
+        raise SystemExit("--iterations must be at least 2 (the first iteration is not timed)")
     log = ppo.train(args, progress=False)["log"]
     decisions = sum(r["decisions"] for r in log[1:])
     seconds = log[-1]["seconds"] - log[0]["seconds"]

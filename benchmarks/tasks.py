@@ -264,8 +264,10 @@ def budget_sentence(data: dict) -> str:
 
     parts = []
     for objective, variants in data.get("training", {}).items():
+        if not isinstance(variants, dict) or "iterations" in variants:     # results from before issue 31
+            continue
         for variant, runs in variants.items():
-            if runs:
+            if isinstance(runs, list) and runs:
                 seconds = [b["seconds"] for b in runs]
                 parts.append(f"{objective} {'selfish' if variant == 'ppo_selfish' else 'cooperative'}: "
                              f"{runs[0]['iterations']} iterations, {runs[0]['episodes']:,} episodes, "

@@ -133,3 +133,39 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="step_arrays takes an integer matrix of shape \\(40, "):
         venv.reset(seed=0)
         venv.step_arrays(np.zeros((20, venv.layout.length), np.int64))
+
+
+def test_round_one_with_nothing_created_matches_the_single_environment():
+    """NOT in every slot of round 1 is invalid (round 1 allows only POST): lenient mode records it
+    and the platforms' content stays empty, as in one environment."""
+    venv = make_vec("SOC", 2, autoreset=False)
+    obs, _ = venv.reset(seed=[1, 2])
+    noop = np.tile(venv.layout.noop, (2 * venv.n_agents, 1))
+    obs, rewards, _, _, info = venv.step_arrays(noop)
+    assert len(venv.env.content) == 0 and len(info["invalid"]) == 2 * venv.n_agents
+    single = socialgym.make("socialgym/feed-SOC-v0", obs_format="numeric").unwrapped
+    single.reset(seed=1)
+    want = single.step_arrays(noop[:venv.n_agents])[0]
+    assert_same_rows(obs, want, venv.env.platform_rows(0))
+
+
+def test_nothing_crosses_a_platform_through_the_other_entry_points():
+    from socialgym.envs.feed.batched import BatchedFeedEnv
+
+    with pytest.raises(ValueError, match="obs_format='numeric'"):
+        BatchedFeedEnv(2, n_agents=4)
+    env = BatchedFeedEnv(2, n_agents=4, obs_format="numeric")
+    env.reset(seed=7)                                      # an integer: platform e gets 7 + e
+    with pytest.raises(TypeError, match="step_arrays"):
+        env.step({})
+    with pytest.raises(ValueError, match="two platforms"):
+        env.add_ties([0], [5], 0.5)
+    env.add_ties([0], [3], 0.5)                            # within platform 0
+    with pytest.raises(ValueError, match="without state"):
+        env.set_recommender("topic_affinity")
+    assert env.recommender.name == "chronological"
+    with pytest.raises(ValueError, match="configured topics"):
+        env.inject_post(0, "gardening")
+    first = BatchedFeedEnv(2, n_agents=4, obs_format="numeric")
+    first.reset(seed=[7, 8])
+    assert env.observe_arrays()["self"].tobytes() == first.observe_arrays()["self"].tobytes()

@@ -38,7 +38,8 @@ from socialgym.recommenders import EMPTY, FeedRequest, Recommender
 
 PER_PLATFORM_SETTINGS = ("agent_interests", "agent_groups", "seed_graph", "soc_strategy", "rerank",
                          "tie_scorer", "exposure_in_infos")
-"""FeedConfig keys a batched environment refuses (they would need one copy per platform)."""
+"""FeedConfig keys a batched environment refuses (they would need one copy per platform); a
+``tie_scorer`` other than the default logistic G_theta is refused."""
 
 
 class BatchedFeedEnv(FeedEnv):
@@ -49,7 +50,10 @@ class BatchedFeedEnv(FeedEnv):
         if isinstance(platforms, bool) or not isinstance(platforms, (int, np.integer)) or platforms < 1:
             raise ValueError(f"platforms must be an integer >= 1, got {platforms!r}")
         single = FeedConfig.from_kwargs(**config)        # validates the per-platform configuration
-        refused = [k for k in PER_PLATFORM_SETTINGS if getattr(single, k) not in (None, 0, (), False)]
+        if single.obs_format != "numeric":
+            raise ValueError("a batched environment steps numeric arrays only: pass obs_format='numeric' (structured "
+                             "actions could name agents and add topics across platforms)")
+        refused = [k for k in PER_PLATFORM_SETTINGS if getattr(single, k) not in (None, 0, (), False, "logistic")]
         if refused:
             raise ValueError(f"a batched environment cannot take {refused}: they would need one copy per "
                              "platform; use single environments (socialgym.parallel_env) for them")
@@ -76,7 +80,8 @@ class BatchedFeedEnv(FeedEnv):
 
     def reset_arrays(self, seed: Any = None) -> dict:
         """Start every platform's episode; returns the stacked arrays :meth:`step_arrays`
-        returns. ``seed``: a list of one seed per platform (integers >= 0), or None (each
+        returns. ``seed``: a list of one seed per platform (integers >= 0), an integer ``s``
+        (platform ``e`` gets ``s + e``), or None (each
         platform's generator runs on; on the first reset platform ``e`` starts from the config's
         ``seed`` + e, or fresh entropy when that is None)."""
         self._start_platforms(seed)
@@ -84,9 +89,12 @@ class BatchedFeedEnv(FeedEnv):
 
     def _start_platforms(self, seed: Any) -> None:
         if seed is not None:
+            if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+                seed = [check_seed(seed) + e for e in range(self.platforms)]          # as Gymnasium's vector envs
             seeds = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else None
             if seeds is None or len(seeds) != self.platforms:
-                raise ValueError(f"seed must be a list of {self.platforms} seeds (one per platform), got {seed!r}")
+                raise ValueError(f"seed must be an integer or a list of {self.platforms} seeds (one per platform), "
+                                 f"got {seed!r}")
             self._platform_rngs = [np.random.default_rng(check_seed(s, f"seed[{e}]")) for e, s in enumerate(seeds)]
         elif not self._platform_rngs:
             base = self.config.seed
@@ -117,11 +125,38 @@ class BatchedFeedEnv(FeedEnv):
             else:
                 out[rows] = check_feed(raw, pool, k, phase, self.recommender, self.content, n)  # raises: names it
         feed = check_feed(out, pool, k, phase, self.recommender, self.content, total)
-        shown = feed >= 0
-        viewer_platform = np.arange(total)[:, None] // n
-        if np.any(shown & (self.content.column("author")[np.maximum(feed, 0)] // n != viewer_platform)):
+        rows, cols = np.nonzero(feed >= 0)
+        if len(rows) and np.any(self.content.column("author")[feed[rows, cols]] // n != rows // n):
             raise ValueError(f"recommender {getattr(self.recommender, 'name', '?')!r} showed an item of another platform")
         return feed
+
+    # ---------------------------------------------------------------- what would cross platforms
+    def step(self, actions: dict):
+        """Refused: per-agent payloads (structured ones above all) could name agents of other
+        platforms and add topics to the shared vocabulary. Use :meth:`step_arrays`."""
+        raise TypeError("a batched environment steps numeric matrices only: use step_arrays() (socialgym.vector)")
+
+    def set_recommender(self, recommender, rerank=None, *, reset: bool = True, **kwargs) -> None:
+        """As for one environment, for recommenders without state between rounds only."""
+        before = self.recommender
+        super().set_recommender(recommender, rerank, reset=reset, **kwargs)
+        if type(self.recommender).update is not Recommender.update:
+            self.recommender = before
+            raise ValueError("a batched environment needs a recommender without state between rounds")
+
+    def add_ties(self, src, dst, weight) -> None:
+        """As for one environment, for pairs within one platform."""
+        s, d = np.atleast_1d(np.asarray(src)), np.atleast_1d(np.asarray(dst))
+        if s.dtype.kind in "iu" and d.dtype.kind in "iu" and np.any(s // self.platform_size != d // self.platform_size):
+            raise ValueError("add_ties: a tie between agents of two platforms")
+        super().add_ties(src, dst, weight)
+
+    def inject_post(self, author, topic: str, text: str | None = None, sentiment: float = 0.0) -> int:
+        """As for one environment, on a topic of the configured list only (the platforms share it)."""
+        if str(topic) not in self.vocab.names:
+            raise ValueError(f"inject_post: {topic!r} is not one of the configured topics, and a batched environment "
+                             "cannot add one to a single platform")
+        return super().inject_post(author, topic, text, sentiment)
 
     def _snapshot(self) -> tuple:
         return super()._snapshot(), [r.bit_generator.state for r in self._platform_rngs]
