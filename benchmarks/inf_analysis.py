@@ -112,8 +112,9 @@ def markdown(data: dict) -> str:
     s = data["scripted"]
     gap = data["table"].get("greedy", float("nan")) - s["random distinct topics"]["mean"]
     lines += ["", f"Scripted rows: 10 episodes on the held-out seeds 10000–10009 ± 95 % t-interval; written by "
-                  f"`benchmarks/inf_analysis.py`. Greedy is {gap:+.3f} from the best identity-blind rule measured "
-                  f"(random distinct topics); only the oracle, which needs each agent's index, gets near the bound."]
+                  f"`benchmarks/inf_analysis.py`. Greedy's mean differs by {gap:+.3f} from the best identity-blind "
+                  "rule measured (random distinct topics); only the oracle, which needs each agent's index, "
+                  "reaches the bound."]
     return "\n".join(lines)
 
 
