@@ -85,8 +85,8 @@ def test_training_writes_model_log_and_args(trained):
     # decisions per iteration: episodes * agents * 2 decisions per round * rounds
     assert int(rows[0]["decisions"]) == 2 * 6 * 2 * 3
     assert {"return_mean", "SOC_mean", "EMO_mean", "eval_return", "learning_rate", "entropy", "approx_kl"} <= set(rows[0])
-    # the step size decays linearly to 0: 1e-3 at iteration 1, half of it at iteration 2 of 2
-    assert [float(r["learning_rate"]) for r in rows] == pytest.approx([1e-3, 5e-4])
+    # the step size decays linearly to 0: Args' 2e-3 at iteration 1, half of it at iteration 2 of 2
+    assert [float(r["learning_rate"]) for r in rows] == pytest.approx([2e-3, 1e-3])
     assert (out / "model.pt").is_file() and (out / "args.json").is_file()
     assert np.isfinite([float(r["return_mean"]) for r in rows]).all()
     assert np.isfinite([float(r["eval_return"]) for r in rows]).all()          # eval_every=1
