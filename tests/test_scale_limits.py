@@ -46,3 +46,18 @@ def test_top_k_excluding_own_by_hand():
                             [5, 4, 3]]      # agent 4 authored nothing
     short = top_k_excluding_own(np.array([1, 0]), np.array([0, 1]), authors, 3)
     assert short.tolist() == [[1, -1, -1], [0, -1, -1]]    # a pool of two: each agent sees the other's item
+
+
+def test_unique_inverse_is_numpys():
+    import numpy as np
+
+    from socialgym.rowops import unique_inverse
+
+    rng = np.random.default_rng(1)
+    for keys in (np.zeros(0, np.int64), np.array([5]), rng.integers(0, 50, 1000),
+                 np.concatenate([np.repeat(np.arange(100), 7) * 1000 + rng.integers(0, 1000, 700),
+                                 rng.integers(0, 10**5, 300)])):
+        want_u, want_inv = np.unique(keys, return_inverse=True)
+        got_u, got_inv = unique_inverse(keys)
+        assert got_u.tolist() == want_u.tolist() and got_inv.tolist() == want_inv.ravel().tolist()
+    assert unique_inverse(np.array([3, 1, 3, 2]))[1].tolist() == [2, 0, 2, 1]   # by hand

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from socialgym.platform.actions import COM, DM, RoundBatch, RoundTranscript
+from socialgym.rowops import unique_inverse
 from socialgym.ties.pairs import PairTable
 
 
@@ -108,7 +109,7 @@ class TieDynamics:
         topic = np.concatenate([batch.topic[direct], ment_topic, batch.vote_topic[voted]])
         ok = (src != dst) & (dst >= 0)
         src, dst, topic = src[ok], dst[ok], topic[ok]
-        keys, inverse = np.unique(src * n + dst, return_inverse=True)
+        keys, inverse = unique_inverse(src * n + dst)
         m = len(keys)
 
         # S_nov: some activating topic unseen by u before this round
