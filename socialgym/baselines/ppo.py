@@ -11,8 +11,9 @@ decisions.
 
 What makes it learn (the ablation table in docs/training.md measures each):
 
-- **vectorised rollouts**: ``num_envs`` environments step together through ``step_arrays``,
-  one network call for all their agents;
+- **batched rollouts**: ``num_envs`` platforms stepped as one array computation
+  (``socialgym.vector.make_vec``), one network call for all their agents, only the phase's heads
+  sampled (``sample_phase``);
 - **team spirit** (as in OpenAI Five): the reward an agent learns from is
   ``(1 - team_spirit) * own + team_spirit * mean over its population``. Likes, mentions and
   supportive messages pay the *receiver*, so with purely selfish rewards a shared policy has no
