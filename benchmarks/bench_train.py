@@ -174,6 +174,12 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines) + notes
 
 
+def tasks_results_at(commit: str) -> dict:
+    """benchmarks/results_tasks.json as it was at ``commit``."""
+    return json.loads(subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:benchmarks/results_tasks.json"],
+                                     capture_output=True, text=True, check=True).stdout)
+
+
 def time_to_score(objectives: list[str], baseline: str) -> list[dict]:
     """``python -m socialgym.baselines.ppo --task O`` with its default arguments, alone on the
     machine, then its network on the 10 held-out episodes of docs/tasks.md; the target is the
@@ -182,9 +188,7 @@ def time_to_score(objectives: list[str], baseline: str) -> list[dict]:
     from tasks import measure
     from socialgym.tasks import task_id
 
-    old = json.loads(subprocess.run(["git", "-C", str(ROOT), "show", f"{baseline}:benchmarks/results_tasks.json"],
-                                    capture_output=True, text=True, check=True).stdout)
-    target = {r["task"]: r for r in old["results"] if r["policy"] == "ppo"}
+    target = {r["task"]: r for r in tasks_results_at(baseline)["results"] if r["policy"] == "ppo"}
     rows = []
     for objective in objectives:
         with tempfile.TemporaryDirectory() as out:
@@ -204,9 +208,7 @@ def time_to_score(objectives: list[str], baseline: str) -> list[dict]:
 
 
 def score_table(rows: list[dict]) -> str:
-    old = json.loads(subprocess.run(["git", "-C", str(ROOT), "show", f"{rows[0]['baseline']}:benchmarks/results_tasks.json"],
-                                    capture_output=True, text=True, check=True).stdout) if rows else {}
-    budgets = old.get("training", {})
+    budgets = tasks_results_at(rows[0]["baseline"]).get("training", {}) if rows else {}
     lines = ["| task | wall-clock, start-up included (training loop) | held-out return | PPO table score before issue 31 "
              "| its training then | reached |", "|---|---:|---:|---:|---:|---|"]
     for r in rows:

@@ -63,7 +63,7 @@ def play(rule: str, seed: int) -> float:
         act = np.tile(lay.slot_noop, (n, slots, 1))
         act[:, :, 0] = POST
         act[:, :, 4] = topics
-        votes = np.tile(lay.nvec[lay.act_length:] * 0 + 1, (n, 1))           # code 1: no vote
+        votes = np.ones((n, cfg.vote_feed_size), np.int64)                   # code 1: no vote
         env.step_arrays(np.concatenate([act.reshape(n, -1), votes], axis=1))
         noop = np.tile(lay.slot_noop, (n, slots))                            # the act part is inert now
         _, rewards, *_ = env.step_arrays(np.concatenate([noop, votes], axis=1))

@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 
 from socialgym.envs.feed.batched import BatchedFeedEnv
-from socialgym.platform.validation import check_seed
 from socialgym.tasks import TASKS, draw_lambdas, lambda_stream, task_id as objective_task_id
 
 
@@ -84,7 +83,7 @@ class FeedVecEnv:
     def reset(self, seed: Any = None, options: dict | None = None):
         """Start every platform's episode; ``seed`` as in Gymnasium (see the module docstring).
         Returns ``(obs, info)``: stacked arrays, and ``{"seeds": the platforms' seeds or None}``."""
-        seeds = self._seeds(seed)
+        seeds = self.env.platform_seeds(seed)
         if self.task.redraws_lambdas:
             if seeds is not None:
                 self._lambda_rngs = [lambda_stream(s) for s in seeds]
@@ -93,16 +92,6 @@ class FeedVecEnv:
                 self._lambda_rngs = [lambda_stream(None if base is None else base + e) for e in range(self.num_envs)]
             self.env.lambdas = np.concatenate([draw_lambdas(self.n_agents, rng) for rng in self._lambda_rngs])
         return self.env.reset_arrays(seeds), {"seeds": seeds}
-
-    def _seeds(self, seed: Any) -> list[int] | None:
-        if seed is None:
-            return None
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed: {len(seed)} seeds for {self.num_envs} platforms")
-            return [check_seed(s, f"seed[{e}]") for e, s in enumerate(seed)]
-        base = check_seed(seed, "seed")
-        return [base + e for e in range(self.num_envs)]
 
     def step_arrays(self, actions: Any):
         """One phase of every platform: ``actions`` is an ``(num_envs * n_agents, L)`` (or

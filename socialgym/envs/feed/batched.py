@@ -87,15 +87,22 @@ class BatchedFeedEnv(FeedEnv):
         self._start_platforms(seed)
         return self.observe_arrays()
 
+    def platform_seeds(self, seed: Any) -> list[int] | None:
+        """Each platform's seed: from a list (one per platform) or an integer ``s`` (platform
+        ``e`` gets ``s + e``, as Gymnasium's vector environments); None stays None."""
+        if seed is None:
+            return None
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.platforms:
+                raise ValueError(f"seed: {len(seed)} seeds for {self.platforms} platforms")
+            return [check_seed(s, f"seed[{e}]") for e, s in enumerate(seed)]
+        base = check_seed(seed, "seed")
+        return [base + e for e in range(self.platforms)]
+
     def _start_platforms(self, seed: Any) -> None:
-        if seed is not None:
-            if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-                seed = [check_seed(seed) + e for e in range(self.platforms)]          # as Gymnasium's vector envs
-            seeds = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else None
-            if seeds is None or len(seeds) != self.platforms:
-                raise ValueError(f"seed must be an integer or a list of {self.platforms} seeds (one per platform), "
-                                 f"got {seed!r}")
-            self._platform_rngs = [np.random.default_rng(check_seed(s, f"seed[{e}]")) for e, s in enumerate(seeds)]
+        seeds = self.platform_seeds(seed)
+        if seeds is not None:
+            self._platform_rngs = [np.random.default_rng(s) for s in seeds]
         elif not self._platform_rngs:
             base = self.config.seed
             self._platform_rngs = [np.random.default_rng(None if base is None else base + e)
@@ -113,10 +120,13 @@ class BatchedFeedEnv(FeedEnv):
         generator; checked as one (n_total, k) table."""
         n, total = self.platform_size, self.config.n_agents
         pool_platform = self.content.column("author")[pool] // n if len(pool) else np.zeros(0, np.int64)
+        by_platform = np.argsort(pool_platform, kind="stable")          # each platform's items, still ascending
+        grouped = pool[by_platform]
+        bounds = np.searchsorted(pool_platform[by_platform], np.arange(self.platforms + 1))
         out = np.full((total, k), EMPTY, dtype=np.int64)
         for e, rng in enumerate(self._platform_rngs):
             rows = self.platform_rows(e)
-            request = FeedRequest(viewers=np.arange(rows.start, rows.stop), candidates=pool[pool_platform == e],
+            request = FeedRequest(viewers=np.arange(rows.start, rows.stop), candidates=grouped[bounds[e]:bounds[e + 1]],
                                   k=k, phase=phase, round=self.round, content=self.content,
                                   ties=self.tie_matrix, n_agents=total, tie_lookup=self._tie_lookup)
             raw = np.asarray(self.recommender.recommend(request, rng))
