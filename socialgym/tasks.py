@@ -34,6 +34,8 @@ from socialgym.config import REWARD_NAMES
 from socialgym.envs import REGISTRY
 from socialgym.envs import make as make_env
 from socialgym.envs.feed_v0 import parallel_env
+from socialgym.envs.platform_v0 import PLATFORM_TASKS
+from socialgym.envs.platform_v0 import make as make_platform
 from socialgym.platform.validation import check_seed
 
 SIZES: Mapping[str, Mapping[str, Any]] = MappingProxyType({
@@ -143,7 +145,9 @@ def make(env_id: str, **kwargs: Any):
         return TASKS[env_id].make(**kwargs)
     if isinstance(env_id, str) and env_id in REGISTRY:
         return make_env(env_id, **kwargs)
-    known = [*TASKS, *sorted(REGISTRY)]
+    if isinstance(env_id, str) and env_id in PLATFORM_TASKS:
+        return make_platform(env_id, **kwargs)
+    known = [*TASKS, *sorted(REGISTRY), *PLATFORM_TASKS]
     close = difflib.get_close_matches(str(env_id), known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ValueError(f"unknown environment id {env_id!r}{hint}; registered: {', '.join(known)}")

@@ -1,6 +1,6 @@
 """PettingZoo adapters: one versioned entry module per environment."""
 
-from socialgym.envs import discussion_v0, feed_v0
+from socialgym.envs import discussion_v0, feed_v0, platform_v0
 
 REGISTRY = {feed_v0.ENV_ID: feed_v0, discussion_v0.ENV_ID: discussion_v0}
 
@@ -15,4 +15,4 @@ def make(env_id: str, *, aec: bool = False, **config):
     return module.parallel_env(**config)
 
 
-__all__ = ["feed_v0", "discussion_v0", "make", "REGISTRY"]
+__all__ = ["feed_v0", "discussion_v0", "platform_v0", "make", "REGISTRY"]

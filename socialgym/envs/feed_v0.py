@@ -12,8 +12,16 @@ ENV_ID = "socialgym/feed-v0"
 metadata = FeedEnv.metadata
 
 
-def parallel_env(render_mode=None, **config) -> FeedEnv:
-    """The ParallelEnv (both phases of a round are one ``step`` each)."""
+def parallel_env(render_mode=None, platform_agent: bool = False, **config) -> FeedEnv:
+    """The ParallelEnv (both phases of a round are one ``step`` each). ``platform_agent=True``:
+    the recommender is one more agent, ``"platform"`` (``socialgym.envs.platform.agent``; its
+    keywords ``platform_objective``, ``platform_action_form``, ``platform_candidates``,
+    ``platform_window``, ``platform_stances``)."""
+    if platform_agent:
+        if render_mode is not None:
+            raise ValueError("platform_agent=True has no render modes")
+        from socialgym.envs.platform.agent import PlatformAgentEnv
+        return PlatformAgentEnv(**config)
     return FeedEnv(render_mode=render_mode, **config)
 
 

@@ -32,7 +32,7 @@ PARAM_LIMITS: dict[str, int] = {
     "max_candidates": 1_000_000, "cell_budget": 1_000_000_000, "sample_block": 100_000,
     "max_social_candidates": 1_000_000, "overfetch": 100, "n": MAX_FEED_SIZE,
     "n_head": MAX_TOPICS, "n_tail": MAX_TOPICS, "window": MAX_ROUNDS, "every": MAX_ROUNDS,
-    "start_round": MAX_ROUNDS,
+    "start_round": MAX_ROUNDS, "candidates": 10_000,
 }
 """Upper limits of the recommender and re-ranker parameters that size arrays or loops."""
 

@@ -116,11 +116,11 @@ class ScoredRecommender(Recommender):
             if repeats_possible:
                 drop |= ~present | repeats_in_rows(cand)
             scores[drop] = -np.inf
-            out[start:start + len(v)] = _top_k(scores, cand, k)
+            out[start:start + len(v)] = top_k_of_scores(scores, cand, k)
         return out
 
 
-def _top_k(scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
+def top_k_of_scores(scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
     """Per row the ids of the k highest finite scores, best first; equal scores keep column order."""
     k_eff = min(k, scores.shape[1])
     if scores.shape[1] > 4 * k_eff:

@@ -192,7 +192,7 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
                 return self._act_step(actions)
             return self._vote_step(actions)
 
-    def step_arrays(self, actions: np.ndarray):
+    def step_arrays(self, actions: np.ndarray, observe: bool = True):
         """Vectorised step of all agents at once — the scale path for neural policies.
 
         ``actions``: an (n_agents, L) integer matrix, row i the numeric action of agent i (the
@@ -204,7 +204,8 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
         a list of per-agent mask tuples shared between agents with equal masks); ``rewards`` an
         (n,) array; ``terminated``/``truncated`` bools for the whole population; ``info`` with
         ``reward_components`` (n, 5) after a vote step and ``invalid`` {agent id: records}.
-        Atomic like :meth:`step`.
+        Atomic like :meth:`step`. ``observe=False``: ``obs`` is None (for populations that read
+        the platform directly, e.g. the platform tasks' scripted users).
         """
         self._require_state("step_arrays")
         if not self.agents:
@@ -228,7 +229,7 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
                 votes = parse_numeric_votes(self._round_state(), everyone, matrix.astype(np.int64, copy=False),
                                             self._invalid_handler(invalid, "vote"))
                 components, rewards, done = self._commit_vote(*votes)
-            obs = self.observe_arrays()
+            obs = self.observe_arrays() if observe else None
             info = {"round": self.round - (self.phase == "act"), "reward_components": components,
                     "invalid": {self.agents_all[i]: r for i, r in invalid.items()}}
             if components is not None:
@@ -336,12 +337,13 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
     # ---------------------------------------------------------------- platform bookkeeping
     def _recommend(self, pool: np.ndarray, k: int, phase: str) -> np.ndarray:
         """Ask the recommender for every agent's list; ``pool`` is sorted ascending."""
+        raw = self.recommender.recommend(self._request(pool, k, phase), self.rng)
+        return check_feed(np.asarray(raw), pool, k, phase, self.recommender, self.content, self.config.n_agents)
+
+    def _request(self, pool: np.ndarray, k: int, phase: str) -> FeedRequest:
         n = self.config.n_agents
-        request = FeedRequest(viewers=np.arange(n), candidates=pool, k=k, phase=phase,
-                              round=self.round, content=self.content, ties=self.tie_matrix, n_agents=n,
-                              tie_lookup=self._tie_lookup)
-        raw = self.recommender.recommend(request, self.rng)
-        return check_feed(np.asarray(raw), pool, k, phase, self.recommender, self.content, n)
+        return FeedRequest(viewers=np.arange(n), candidates=pool, k=k, phase=phase, round=self.round,
+                           content=self.content, ties=self.tie_matrix, n_agents=n, tie_lookup=self._tie_lookup)
 
     def _set_inbox(self, dm_ids: np.ndarray) -> None:
         """Last round's DMs grouped by recipient, newest first."""

@@ -132,9 +132,14 @@ class FeedInterventions:
         observations (they show the agents' λ too)."""
         self._between_rounds("refresh_feeds")
         if feeds:
-            public = np.flatnonzero(self.content.public_mask())
-            self._feed = self._recommend(public, self.config.feed_size, "act")
+            self.build_feeds()
         return self._observe()
+
+    def build_feeds(self) -> None:
+        """Rebuild the current round's act-phase feeds from the recommender, without observing."""
+        self._between_rounds("build_feeds")
+        public = np.flatnonzero(self.content.public_mask())
+        self._feed = self._recommend(public, self.config.feed_size, "act")
 
     @property
     def act_feeds(self) -> np.ndarray:
@@ -144,3 +149,24 @@ class FeedInterventions:
         view = self._feed.view()
         view.flags.writeable = False
         return view
+
+    @property
+    def vote_lists(self) -> np.ndarray:
+        """The current round's vote-phase items: an (n_agents, vote_feed_size) read-only array of
+        content ids, -1 in empty slots (chosen by the act step; empty between rounds)."""
+        self._require_state("vote_lists")
+        view = self._vote_items.view()
+        view.flags.writeable = False
+        return view
+
+    def tie_weights(self, src, dst) -> np.ndarray:
+        """Tie weights ``W[src, dst]`` for arrays of agent indices (0 where there is no tie)."""
+        self._require_state("tie_weights")
+        return self._tie_lookup(np.asarray(src, np.int64), np.asarray(dst, np.int64))
+
+    def feed_request(self):
+        """The request the recommender gets for the current round's act-phase feeds (between
+        rounds): every public item so far as the pool, the current round and ties."""
+        self._between_rounds("feed_request")
+        return self._request(np.flatnonzero(self.content.public_mask()), self.config.feed_size, "act")
+

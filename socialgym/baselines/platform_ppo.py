@@ -1,0 +1,254 @@
+"""PPO for the platform's seat: a Plackett-Luce ranking policy over retrieved candidates.
+
+One readable file in the CleanRL manner. The policy scores every (viewer, candidate) pair with one
+small MLP shared by all pairs (input: the pair's ranking features and the platform aggregates) and
+draws each viewer's feed as a Plackett-Luce slate: the ``feed_size`` candidates, one after another,
+each with probability ``softmax(score)`` over those not yet taken (sampled with Gumbel top-k). The
+log-probability of a slate is the sum of those log-softmaxes, so PPO's ratio is exact.
+
+Credit: the platform objectives split per viewer (``socialgym.rewards.platform``) and average to
+the platform's reward, so each viewer's slate is trained on its own share with a per-viewer value
+baseline (GAE over the episode's rounds), all viewers sharing the parameters — as the users' PPO
+does with agents. The slate reaches the environment as scores (``action_form="scores"``): 1 for
+the first item, falling with the position, -1 for everything not drawn.
+
+    python -m socialgym.baselines.platform_ppo --objective welfare --iterations 120 --out runs/platform/welfare
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from socialgym.envs.platform.env import PLATFORM_FEATURES, PlatformEnv
+from socialgym.recommenders.features import N_FEATURES
+from socialgym.rewards.platform import platform_weights
+
+
+@dataclass
+class Args:
+    objective: str = "engagement"          # a platform objective (socialgym.rewards.platform)
+    iterations: int = 120                  # PPO updates
+    episodes_per_iteration: int = 4        # episodes collected per update
+    lr: float = 3e-3
+    gamma: float = 0.95
+    gae_lambda: float = 0.9
+    clip: float = 0.2
+    epochs: int = 4
+    minibatches: int = 4
+    entropy_coef: float = 0.0              # the slate's entropy is not tractable; 0 = off
+    value_coef: float = 0.5
+    hidden: int = 64
+    seed: int = 0                          # training seed: torch, episode seeds 10_000 * seed + k
+    threads: int = 1                       # torch threads (0 = torch's default)
+    out: str | None = None                 # where policy.pt, args.json and curve.json go
+
+
+def _torch():
+    import torch
+    return torch
+
+
+class PlatformPolicy:
+    """The scorer and value networks; :meth:`act` gives the environment's ``scores`` action."""
+
+    def __init__(self, hidden: int = 64, seed: int = 0) -> None:
+        torch = _torch()
+        nn = torch.nn
+        torch.manual_seed(seed)
+        width = N_FEATURES + len(PLATFORM_FEATURES)
+        self.scorer = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                    nn.Linear(hidden, 1))
+        self.value = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        self.hidden = hidden
+
+    def parameters(self):
+        return [*self.scorer.parameters(), *self.value.parameters()]
+
+    def _inputs(self, feats, mask, platform):
+        torch = _torch()
+        plat = platform[:, None, None, :].expand(*feats.shape[:3], platform.shape[-1])
+        x = torch.cat([feats, plat], dim=-1)                              # (T, n, C, width)
+        pooled = (x * mask[..., None]).sum(2) / mask.sum(2, keepdim=True).clamp(min=1)
+        return x, pooled
+
+    def logits_values(self, feats, mask, platform):
+        """(T, n, C) masked logits and (T, n) values for stacked observations."""
+        x, pooled = self._inputs(feats, mask, platform)
+        logits = self.scorer(x).squeeze(-1).masked_fill(mask <= 0, float("-inf"))
+        return logits, self.value(pooled).squeeze(-1)
+
+    @staticmethod
+    def slate_logprob(logits, slate):
+        """Plackett-Luce log-probability of ordered slates ``slate`` (T, n, k; -1 = no item)."""
+        torch = _torch()
+        logp = torch.zeros(slate.shape[:2], dtype=logits.dtype)
+        remaining = logits.clone()
+        for j in range(slate.shape[2]):
+            pick = slate[..., j]
+            valid = pick >= 0
+            norm = torch.logsumexp(remaining, dim=-1)
+            chosen = remaining.gather(-1, pick.clamp(min=0)[..., None]).squeeze(-1)
+            step = torch.where(valid & torch.isfinite(norm), chosen - norm, torch.zeros_like(norm))
+            logp = logp + step
+            remaining = remaining.scatter(-1, pick.clamp(min=0)[..., None],
+                                          torch.where(valid[..., None], float("-inf"),
+                                                      remaining.gather(-1, pick.clamp(min=0)[..., None])))
+        return logp
+
+    @staticmethod
+    def draw_slate(logits, k: int, generator=None, greedy: bool = False):
+        """(T, n, k) candidate indices: Gumbel top-k (a Plackett-Luce draw), -1 past the valid ones."""
+        torch = _torch()
+        if greedy:
+            keys = logits
+        else:
+            u = torch.rand(logits.shape, generator=generator).clamp(1e-9, 1 - 1e-9)
+            keys = logits - torch.log(-torch.log(u))
+        k_eff = min(k, logits.shape[-1])
+        top = torch.topk(keys, k_eff, dim=-1)
+        return torch.where(torch.isfinite(top.values), top.indices, torch.full_like(top.indices, -1))
+
+    def act(self, obs: dict, k: int, greedy: bool = True, generator=None) -> np.ndarray:
+        """The ``scores`` action (n, C) for one observation of a :class:`PlatformEnv`."""
+        torch = _torch()
+        with torch.no_grad():
+            t = _as_tensors([obs])
+            logits, _ = self.logits_values(*t)
+            slate = self.draw_slate(logits, k, generator, greedy)[0]
+        return slate_scores(slate.numpy(), obs["mask"].shape)
+
+    def save(self, path: Path, args: Args) -> None:
+        torch = _torch()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"scorer": self.scorer.state_dict(), "value": self.value.state_dict(),
+                    "hidden": self.hidden, "args": asdict(args)}, path)
+
+    @classmethod
+    def load(cls, path: Path) -> PlatformPolicy:
+        torch = _torch()
+        state = torch.load(path, weights_only=True)
+        policy = cls(hidden=int(state["hidden"]))
+        policy.scorer.load_state_dict(state["scorer"])
+        policy.value.load_state_dict(state["value"])
+        return policy
+
+
+def slate_scores(slate: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Scores in [-1, 1] that make the environment show ``slate`` (n, k) in order: 1 for the
+    first, falling by position, -1 for candidates not drawn."""
+    scores = np.full(shape, -1.0, np.float32)
+    k = slate.shape[1]
+    rows, pos = np.nonzero(slate >= 0)
+    scores[rows, slate[rows, pos]] = 1.0 - pos / max(k, 1)
+    return scores
+
+
+def _as_tensors(observations: list[dict]):
+    torch = _torch()
+    return (torch.as_tensor(np.stack([o["candidates"] for o in observations])),
+            torch.as_tensor(np.stack([o["mask"] for o in observations])),
+            torch.as_tensor(np.stack([o["platform"] for o in observations])))
+
+
+def _gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
+    """Per-viewer advantages over one episode: rewards, values (T, n); the episode ends at T."""
+    adv = np.zeros_like(rewards)
+    last = np.zeros(rewards.shape[1])
+    for t in range(len(rewards) - 1, -1, -1):
+        next_value = values[t + 1] if t + 1 < len(rewards) else 0.0
+        delta = rewards[t] + gamma * next_value - values[t]
+        last = delta + gamma * lam * last
+        adv[t] = last
+    return adv
+
+
+def train(args: Args, env_kwargs: dict | None = None, log=print) -> tuple[PlatformPolicy, list[dict]]:
+    """Train a policy on ``PlatformEnv(args.objective, action_form="scores", **env_kwargs)``;
+    returns it and the learning curve (mean platform reward per episode, per iteration)."""
+    torch = _torch()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    env = PlatformEnv(args.objective, action_form="scores", **(env_kwargs or {}))
+    weights = platform_weights(args.objective)
+    k = env.feed_env.config.feed_size
+    policy = PlatformPolicy(args.hidden, args.seed)
+    optim = torch.optim.Adam(policy.parameters(), lr=args.lr)
+    gen = torch.Generator().manual_seed(args.seed)
+    curve, episode = [], 0
+    start = time.perf_counter()
+    for it in range(args.iterations):
+        frac = 1.0 - it / args.iterations
+        for group in optim.param_groups:
+            group["lr"] = args.lr * frac
+        batch = {key: [] for key in ("obs", "slate", "logp", "adv", "ret")}
+        returns = []
+        for _ in range(args.episodes_per_iteration):
+            obs, _ = env.reset(seed=10_000 * args.seed + episode)
+            episode += 1
+            observations, slates, logps, values, rewards = [], [], [], [], []
+            done = False
+            while not done:
+                with torch.no_grad():
+                    logits, value = policy.logits_values(*_as_tensors([obs]))
+                    slate = policy.draw_slate(logits, k, gen)
+                    logp = policy.slate_logprob(logits, slate)
+                observations.append(obs)
+                slates.append(slate[0])
+                logps.append(logp[0])
+                values.append(value[0].numpy())
+                obs, reward, _, done, _ = env.step(slate_scores(slate[0].numpy(), obs["mask"].shape))
+                rewards.append(env.last_per_viewer @ weights)
+            r, v = np.array(rewards), np.array(values)
+            adv = _gae(r, v, args.gamma, args.gae_lambda)
+            batch["obs"] += observations
+            batch["slate"] += slates
+            batch["logp"] += logps
+            batch["adv"].append(adv)
+            batch["ret"].append(adv + v)
+            returns.append(float(r.mean(axis=1).sum()))
+        tensors = _as_tensors(batch["obs"])
+        slate_t, old_logp = torch.stack(batch["slate"]), torch.stack(batch["logp"])
+        adv_t = torch.as_tensor(np.concatenate(batch["adv"]), dtype=torch.float32)
+        ret_t = torch.as_tensor(np.concatenate(batch["ret"]), dtype=torch.float32)
+        adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
+        steps = len(batch["obs"])
+        for _ in range(args.epochs):
+            for idx in torch.randperm(steps, generator=gen).chunk(args.minibatches):
+                logits, value = policy.logits_values(*(t[idx] for t in tensors))
+                logp = policy.slate_logprob(logits, slate_t[idx])
+                ratio = torch.exp(logp - old_logp[idx])
+                a = adv_t[idx]
+                pg = -torch.min(ratio * a, ratio.clamp(1 - args.clip, 1 + args.clip) * a).mean()
+                loss = pg + args.value_coef * ((value - ret_t[idx]) ** 2).mean()
+                optim.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+                optim.step()
+        curve.append({"iteration": it + 1, "episodes": episode, "mean_return": float(np.mean(returns)),
+                      "seconds": round(time.perf_counter() - start, 2)})
+        if log and (it + 1) % 10 == 0:
+            log(f"iteration {it + 1}/{args.iterations}: mean platform return {np.mean(returns):.3f}")
+    if args.out:
+        out = Path(args.out)
+        policy.save(out / "policy.pt", args)
+        (out / "curve.json").write_text(json.dumps(curve, indent=1))
+    return policy, curve
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for f in fields(Args):
+        kind = type(f.default) if f.default is not None else str
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=f.default)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    train(parse_args())

@@ -1,0 +1,116 @@
+"""The feed environment with the platform as one more PettingZoo agent, so users and platform can
+learn at the same time: ``socialgym.parallel_env(platform_agent=True, ...)``.
+
+The agent ``"platform"`` sits beside ``agent_0 .. agent_{n-1}``. Users see a round's feed before
+they act, so the platform ranks the *next* round's feed: in the vote step of round ``t`` its
+action (as in :class:`~socialgym.envs.platform.env.PlatformEnv`: feature weights, or scores per
+(viewer, candidate) with ``platform_action_form="scores"``) ranks the candidates it observed in
+that phase, and the feed of round ``t + 1`` shows them. Its action in an act step is ignored (a
+no-op; its observation there is all zeros). Its reward arrives with each vote step: the
+weighted platform objectives (``platform_objective``) of the round that step closes — which
+was ranked by its action one vote step earlier. Vote-phase lists are drawn uniformly.
+Stances the platform sees: ``platform_stances`` (one label per user; default unknown).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from socialgym.envs.feed.env import FeedEnv
+from socialgym.envs.platform.env import PLATFORM_FEATURES
+from socialgym.recommenders.features import N_FEATURES, stance_codes
+from socialgym.recommenders.seat import FeedOnly, PlatformSeat
+from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_weights
+
+PLATFORM = "platform"
+
+
+class PlatformAgentEnv(ParallelEnv):
+    """A :class:`FeedEnv` whose recommender is the agent ``"platform"`` (module docstring)."""
+
+    metadata = {"name": "socialgym_feed_platform_v0", "render_modes": [], "is_parallelizable": True}
+
+    def __init__(self, platform_objective: Any = "engagement", platform_action_form: str = "weights",
+                 platform_candidates: int = 20, platform_window: int = 3, platform_stances: Any = None,
+                 **config: Any) -> None:
+        if "recommender" in config:
+            raise ValueError("with platform_agent=True the platform agent is the recommender; drop 'recommender'")
+        self.seat = PlatformSeat(platform_candidates, platform_window, action_form=platform_action_form)
+        self.feed_env = FeedEnv(**config, recommender=FeedOnly(self.seat))
+        n = self.feed_env.config.n_agents
+        self.stances = stance_codes(platform_stances, n)
+        self.seat.set_stances(self.stances.tolist())
+        self.weights = platform_weights(platform_objective)
+        self.possible_agents = [*self.feed_env.possible_agents, PLATFORM]
+        self.agents: list[str] = []
+        self._space = spaces.Dict({
+            "candidates": spaces.Box(-np.inf, np.inf, (n, platform_candidates, N_FEATURES), np.float32),
+            "mask": spaces.Box(0.0, 1.0, (n, platform_candidates), np.float32),
+            "platform": spaces.Box(-np.inf, np.inf, (len(PLATFORM_FEATURES),), np.float32),
+            "phase": spaces.Discrete(2),
+        })
+        self._action = spaces.Box(-1.0, 1.0, self.seat.action_shape(n), np.float32)
+        self.last_components = np.zeros(len(PLATFORM_OBJECTIVES))
+
+    def observation_space(self, agent: str):
+        return self._space if agent == PLATFORM else self.feed_env.observation_space(agent)
+
+    def action_space(self, agent: str):
+        return self._action if agent == PLATFORM else self.feed_env.action_space(agent)
+
+    @property
+    def unwrapped(self):
+        return self
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        obs, infos = self.feed_env.reset(seed=seed, options=options)
+        self.agents = list(self.possible_agents)
+        self.last_components = np.zeros(len(PLATFORM_OBJECTIVES))
+        obs[PLATFORM] = self._observe()
+        infos[PLATFORM] = {"phase": "act", "round": 1}
+        return obs, infos
+
+    def step(self, actions: dict):
+        env = self.feed_env
+        user_actions = {a: v for a, v in actions.items() if a != PLATFORM}
+        voting = env.phase == "vote"
+        if voting and PLATFORM in actions:
+            self.seat.set_action(actions[PLATFORM], env.config.n_agents)
+        obs, rewards, terms, truncs, infos = env.step(user_actions)
+        reward = 0.0
+        if voting:
+            record = env.last_round
+            self.last_components = platform_components(record.batch, record.totals, self.stances,
+                                                       len(env.vocab)).mean(axis=0)
+            reward = float(self.weights @ self.last_components)
+        done = not env.agents
+        obs[PLATFORM] = self._observe()
+        rewards[PLATFORM] = reward
+        terms[PLATFORM], truncs[PLATFORM] = False, done
+        infos[PLATFORM] = {"phase": env.phase, "round": env.round,
+                           "components": dict(zip(PLATFORM_OBJECTIVES, self.last_components.tolist()))}
+        self.agents = [] if done else list(self.possible_agents)
+        return obs, rewards, terms, truncs, infos
+
+    def _observe(self) -> dict:
+        env = self.feed_env
+        zeros = {k: np.zeros(s.shape, np.float32) for k, s in self._space.spaces.items() if k != "phase"}
+        if env.phase != "vote" or not env.agents:
+            return {**zeros, "phase": 0}
+        request = dataclasses.replace(env._request(np.flatnonzero(env.content.public_mask()),
+                                                   env.config.feed_size, "act"), round=env.round + 1)
+        cand, feats = self.seat.prepare(request, env.rng)
+        platform = np.array([env.round / env.config.max_rounds, *self.last_components,
+                             env.ties.weights.values.sum() / env.config.n_agents, 0.0], np.float32)
+        return {"candidates": feats, "mask": (cand >= 0).astype(np.float32), "platform": platform, "phase": 1}
+
+    def render(self):
+        return None
+
+    def close(self) -> None:
+        self.feed_env.close()
