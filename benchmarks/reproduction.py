@@ -169,7 +169,7 @@ def rerun(root: Path) -> dict:
 def page() -> str:
     from socialgym.experiments.studies import reproduction as rep
 
-    summaries = {name: load(name) for name in ("core", "moderation", *SCRIPTED, "rerun")}
+    summaries = {name: load(name) for name in ("core", "moderation", *SCRIPTED, "rerun", "platform")}
     return rep.render_page(summaries, learnability_section())
 
 

@@ -156,10 +156,12 @@ def _add_page_commands(sub) -> None:
 
 def _add_study_command(sub) -> None:
     p_study = sub.add_parser("study", help="a paper's study as one command (resumable: re-run with the same --out)")
-    p_study.add_argument("name", choices=("ties-coach", "soc-strategy", "misinformation"),
+    p_study.add_argument("name", choices=("ties-coach", "soc-strategy", "misinformation", "platform-objectives"),
                          help="ties-coach: the core paper's coach x tie-scoring study; soc-strategy: recagent's "
                               "Soc-Strategy at round 20 as a fork against its control; misinformation: a false "
-                              "claim at round 5 and its correction at round 8, with a stance survey")
+                              "claim at round 5 and its correction at round 8, with a stance survey; "
+                              "platform-objectives: PPO rankers trained for engagement, welfare and bridging "
+                              "against the hand-written ones (docs/platform.md)")
     p_study.add_argument("--out", required=True)
     p_study.add_argument("--scale", choices=("small", "paper", "scripted", "llm"), default=None,
                          help="ties-coach: small (default; the embedded model on 2 cores in about 30 minutes) or "
@@ -341,6 +343,14 @@ def _print_text_quality(out: Path) -> None:
 
 
 def _study(args) -> int:
+    if args.name == "platform-objectives":
+        from socialgym.experiments.studies.platform_objectives import run_study as platform_study
+
+        seeds = {"train_seeds": args.replicates} if args.replicates else {}
+        result = platform_study(args.out, log=None if args.quiet else print, **seeds)
+        print(f"Milli et al.'s direction: {result['milli']['verdict']} ({result['milli'].get('text', '')}); "
+              f"{Path(args.out) / 'summary.md'}, {Path(args.out) / 'pareto.png'}")
+        return 0
     from socialgym.experiments.studies.ties_coach import run_study
 
     result = run_study(args.name, args.out, scale=args.scale, replicates=args.replicates, base_url=args.base_url,

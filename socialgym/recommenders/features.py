@@ -49,6 +49,8 @@ RANKING_FEATURES: tuple[str, ...] = (
     "stance_distance", "tone", "is_comment", "viewer_activity",
 )
 N_FEATURES = len(RANKING_FEATURES)
+DEFAULT_CANDIDATES = 60
+"""Candidates retrieved per viewer unless told otherwise (the platform tasks use this)."""
 
 
 def stance_codes(stances: Any, n_agents: int | None = None) -> np.ndarray:

@@ -26,6 +26,7 @@ from socialgym.recommenders.interventions import (
 )
 from socialgym.recommenders.params import ParamError, check_keywords
 from socialgym.recommenders.scored import ScoredRecommender
+from socialgym.recommenders.seat import BridgingRanker, EngagementGreedy
 from socialgym.recommenders.simple import Chronological, RandomFeed
 
 
@@ -57,6 +58,8 @@ REGISTRY: dict[str, Any] = {
     "social": Social,
     "mf": _mf,
     "hybrid": _hybrid,
+    "bridging": BridgingRanker,
+    "engagement_greedy": EngagementGreedy,
 }
 
 RERANKERS: dict[str, type[Reranker]] = {

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from socialgym.recommenders.base import EMPTY, FeedRequest, Recommender, as_recommender
-from socialgym.recommenders.features import N_FEATURES, RANKING_FEATURES, RankingFeatures, retrieve
+from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, RankingFeatures, retrieve
 from socialgym.recommenders.params import Param, ParamError, check_own, check_stances, limited
 from socialgym.recommenders.scored import top_k_of_scores
 from socialgym.recommenders.simple import RandomFeed
@@ -45,7 +45,7 @@ class CandidateRanker(Recommender):
     PARAMS = {"candidates": limited("int", "candidates", 1), "window": limited("int", "window", 1),
               "stances": Param("custom", none_ok=True, check=check_stances)}
 
-    def __init__(self, candidates: int = 20, window: int = 3, stances: Any = None) -> None:
+    def __init__(self, candidates: int = DEFAULT_CANDIDATES, window: int = 3, stances: Any = None) -> None:
         check_own(CandidateRanker, candidates=candidates, window=window, stances=stances)
         self.size, self.window = int(candidates), int(window)
         self._stances = None if stances is None else list(stances)
@@ -111,7 +111,7 @@ class PlatformSeat(CandidateRanker):
     name = "platform_seat"
     PARAMS = {"action_form": Param("custom", check=lambda n, v: _check_form(v))}
 
-    def __init__(self, candidates: int = 20, window: int = 3, stances: Any = None,
+    def __init__(self, candidates: int = DEFAULT_CANDIDATES, window: int = 3, stances: Any = None,
                  action_form: str = "weights") -> None:
         super().__init__(candidates, window, stances)
         _check_form(action_form)
@@ -170,7 +170,7 @@ class BridgingRanker(CandidateRanker):
     name = "bridging"
     PARAMS = {"stances": Param("custom", required=True, check=check_stances)}
 
-    def __init__(self, stances: Any, candidates: int = 20, window: int = 3) -> None:
+    def __init__(self, stances: Any, candidates: int = DEFAULT_CANDIDATES, window: int = 3) -> None:
         super().__init__(candidates, window, stances)
 
     def score_candidates(self, request, cand, feats, rng) -> np.ndarray:
@@ -186,7 +186,7 @@ class EngagementGreedy(CandidateRanker):
     name = "engagement_greedy"
     PARAMS = {"explore": Param("number", low=0, high=1), "ridge": Param("number", low=0, low_open=True)}
 
-    def __init__(self, candidates: int = 20, window: int = 3, stances: Any = None, explore: float = 0.1,
+    def __init__(self, candidates: int = DEFAULT_CANDIDATES, window: int = 3, stances: Any = None, explore: float = 0.1,
                  ridge: float = 1.0) -> None:
         super().__init__(candidates, window, stances)
         check_own(EngagementGreedy, explore=explore, ridge=ridge)

@@ -23,7 +23,7 @@ from pettingzoo import ParallelEnv
 
 from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.platform.env import PLATFORM_FEATURES
-from socialgym.recommenders.features import N_FEATURES, stance_codes
+from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, stance_codes
 from socialgym.recommenders.seat import FeedOnly, PlatformSeat
 from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_weights
 
@@ -36,7 +36,7 @@ class PlatformAgentEnv(ParallelEnv):
     metadata = {"name": "socialgym_feed_platform_v0", "render_modes": [], "is_parallelizable": True}
 
     def __init__(self, platform_objective: Any = "engagement", platform_action_form: str = "weights",
-                 platform_candidates: int = 20, platform_window: int = 3, platform_stances: Any = None,
+                 platform_candidates: int = DEFAULT_CANDIDATES, platform_window: int = 3, platform_stances: Any = None,
                  **config: Any) -> None:
         if "recommender" in config:
             raise ValueError("with platform_agent=True the platform agent is the recommender; drop 'recommender'")

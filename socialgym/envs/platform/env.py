@@ -37,9 +37,9 @@ from gymnasium import spaces
 from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.platform.users import StanceUsers
 from socialgym.platform.actions import COM
-from socialgym.recommenders import make_recommender
-from socialgym.recommenders.features import N_FEATURES, RANKING_FEATURES, stance_codes
-from socialgym.recommenders.seat import FeedOnly, PlatformSeat
+from socialgym.recommenders import make_recommender, recommender_class
+from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, stance_codes
+from socialgym.recommenders.seat import CandidateRanker, FeedOnly, PlatformSeat
 from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_metrics, platform_weights
 
 PLATFORM_FEATURES: tuple[str, ...] = ("progress", *PLATFORM_OBJECTIVES, "tie_weight_per_user", "active_share")
@@ -61,15 +61,12 @@ class PlatformEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, objective: str | Mapping[str, float] = "engagement", *, action_form: str = "weights",
-                 candidates: int = 20, window: int = 3, users: Any = None, user_params: Mapping | None = None,
+                 candidates: int = DEFAULT_CANDIDATES, window: int = 3, users: Any = None, user_params: Mapping | None = None,
                  stances: Any = None, ranker: Any = None, seed: int | None = None, **config: Any) -> None:
         self.objective = objective
         self.weights = platform_weights(objective)
         self.seat = PlatformSeat(candidates, window, action_form=action_form)
-        self.ranker = None
-        if ranker is not None:
-            self.ranker = make_recommender(ranker) if isinstance(ranker, str) else ranker
-        self.feed_env = FeedEnv(**{**TASK_CONFIG, **config, "recommender": FeedOnly(self.ranker or self.seat),
+        self.feed_env = FeedEnv(**{**TASK_CONFIG, **config, "recommender": FeedOnly(self.seat),
                                    "invalid_actions": "strict"})
         cfg = self.feed_env.config
         self.n_agents, self.n_topics = cfg.n_agents, len(cfg.topics)
@@ -80,8 +77,16 @@ class PlatformEnv(gymnasium.Env):
         labels = stances if stances is not None else getattr(self.users, "stances", None)
         self.stances = stance_codes(labels, self.n_agents)
         self.seat.set_stances(self.stances.tolist())
-        if self.ranker is not None and hasattr(self.ranker, "set_stances"):
-            self.ranker.set_stances(self.stances.tolist())
+        self.ranker = None
+        if ranker is not None:          # a hand-written ranker builds the feeds; it sees the same stances
+            if isinstance(ranker, str) and issubclass(recommender_class(ranker), CandidateRanker):
+                extra = {"stances": self.stances.tolist()} if ranker == "bridging" else {}
+                self.ranker = make_recommender(ranker, candidates=candidates, window=window, **extra)
+            else:
+                self.ranker = make_recommender(ranker)
+            if isinstance(self.ranker, CandidateRanker):
+                self.ranker.set_stances(self.stances.tolist())
+            self.feed_env.recommender = FeedOnly(self.ranker)
         self._seed = seed
         n, c = self.n_agents, candidates
         self.observation_space = spaces.Dict({

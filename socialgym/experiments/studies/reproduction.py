@@ -20,6 +20,7 @@ from typing import Callable, Mapping, Sequence
 from socialgym.experiments.studies import claims as core
 from socialgym.experiments.studies import evidence as ev
 from socialgym.experiments.studies import reproduction_recsys as recsys
+from socialgym.experiments.studies.platform_objectives import milli_rows
 from socialgym.experiments.studies.reproduction_table import Claim, Row, not_run, row, scale_of
 
 
@@ -204,7 +205,8 @@ HEADER = ["#", "paper: claim", "the paper says (where)", "population", "socialgy
 def all_rows(summaries: Mapping[str, Mapping | None]) -> list[Row]:
     return (core_rows(summaries.get("core")) + recsys.recagent_rows(summaries.get("recagent"))
             + recsys.soc_strategy_rows(summaries.get("soc_strategy"))
-            + recsys.agentsociety_rows(summaries.get("agentsociety")) + facilitator_rows(summaries.get("moderation")))
+            + recsys.agentsociety_rows(summaries.get("agentsociety")) + facilitator_rows(summaries.get("moderation"))
+            + milli_rows(summaries.get("platform")))
 
 
 def _cell(text: str) -> str:

@@ -1,0 +1,100 @@
+"""What the platform's seat adds to a round: seconds per round with and without it.
+
+    python benchmarks/bench_platform.py                 # 10,000 users, writes results_platform_seat.json
+    python benchmarks/bench_platform.py --docs          # and the "seat-cost" section of docs/platform.md
+
+Both arms play the same platform task (``socialgym.envs.platform``: ``StanceUsers``, feed 5, two
+actions per user) at the given size, ``rounds`` timed rounds after two warm-up rounds:
+
+* **without the seat**: the bare feed environment (``FeedEnv.step_arrays`` without observations)
+  with the chronological recommender, the users deciding from the platform's arrays;
+* **with the seat**: ``PlatformEnv.step`` with a weights action — retrieval, the feature matrix
+  of every (viewer, candidate), the scores and top-k, the platform's rewards and metrics, and
+  the observation; the same users.
+
+The users' decisions are inside both arms. Each arm runs in its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform as host
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results_platform_seat.json"
+
+
+def measure(arm: str, n_agents: int, rounds: int) -> dict:
+    import numpy as np
+
+    from socialgym.envs.platform.env import PlatformEnv
+
+    env = PlatformEnv("engagement", n_agents=n_agents, max_rounds=rounds + 4,
+                      ranker="chronological" if arm == "without" else None)
+    env.reset(seed=0)
+    times = []
+    if arm == "without":
+        feed_env, users = env.feed_env, env.users
+        for r in range(rounds + 2):
+            t0 = time.perf_counter()
+            feed_env.build_feeds()
+            feed_env.step_arrays(users.act(feed_env), observe=False)
+            feed_env.step_arrays(users.act(feed_env), observe=False)
+            times.append(time.perf_counter() - t0)
+    else:
+        weights = np.zeros(env.action_space.shape, np.float32)
+        weights[2] = 1.0                                            # topic affinity
+        for r in range(rounds + 2):
+            t0 = time.perf_counter()
+            env.step(weights)
+            times.append(time.perf_counter() - t0)
+    timed = times[2:]
+    return {"arm": arm, "agents": n_agents, "rounds": rounds, "mean_s": float(np.mean(timed)),
+            "max_s": float(np.max(timed))}
+
+
+def markdown(data: dict) -> str:
+    rows = {r["arm"]: r for r in data["runs"]}
+    ratio = rows["with"]["mean_s"] / rows["without"]["mean_s"]
+    return "\n".join([
+        "| agents | without the seat (s / round) | with the seat (s / round) | ratio |",
+        "|---:|---:|---:|---:|",
+        f"| {rows['with']['agents']:,} | {rows['without']['mean_s']:.3f} | {rows['with']['mean_s']:.3f} | "
+        f"{ratio:.2f}x |", "",
+        f"Mean over {rows['with']['rounds']} rounds after two warm-up rounds, each arm in its own process, on "
+        f"{data['machine']}. Written by `python benchmarks/bench_platform.py --docs`."])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--docs", action="store_true")
+    parser.add_argument("--arm", choices=("with", "without"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.arm:
+        print(json.dumps(measure(args.arm, args.agents, args.rounds)))
+        return
+    runs = []
+    for arm in ("without", "with"):
+        out = subprocess.run([sys.executable, __file__, "--arm", arm, "--agents", str(args.agents),
+                              "--rounds", str(args.rounds)], capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(runs[-1], flush=True)
+    data = {"runs": runs, "machine": f"{host.machine()}, {os.cpu_count()} cores"}
+    RESULTS.write_text(json.dumps(data, indent=1) + "\n")
+    print(markdown(data))
+    if args.docs:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from _docs import write_section
+        print(f"written to {write_section('platform.md', 'seat-cost', markdown(data))}")
+
+
+if __name__ == "__main__":
+    main()
