@@ -30,7 +30,7 @@ INVALID_MODES = ("strict", "lenient")
 # The registered recommender and re-ranker names (socialgym.recommenders.registry builds them;
 # listed here so that the config checks names without importing the recommenders layer)
 RECOMMENDER_NAMES = ("chronological", "random", "popularity", "topic_affinity", "social", "mf", "hybrid", "bridging",
-                     "engagement_greedy")
+                     "engagement_greedy", "learned")
 RERANK_KINDS = ("random_replacement", "tail_quota_transfer", "efficiency_boost", "underserved_boost",
                 "stance_penalty")
 RUNTIME_PARAMS = ("half_life", "xi", "delta_max", "b_rec")

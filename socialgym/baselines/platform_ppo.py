@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from socialgym.envs.platform.env import PLATFORM_FEATURES, PlatformEnv
-from socialgym.recommenders.features import N_FEATURES
+from socialgym.envs.platform.env import PlatformEnv
+from socialgym.recommenders.learned import PlatformPolicy, as_tensors, slate_scores, torch_module
 from socialgym.rewards.platform import platform_weights
 
 
@@ -50,113 +50,6 @@ class Args:
     out: str | None = None                 # where policy.pt, args.json and curve.json go
 
 
-def _torch():
-    import torch
-    return torch
-
-
-class PlatformPolicy:
-    """The scorer and value networks; :meth:`act` gives the environment's ``scores`` action."""
-
-    def __init__(self, hidden: int = 64, seed: int = 0) -> None:
-        torch = _torch()
-        nn = torch.nn
-        torch.manual_seed(seed)
-        width = N_FEATURES + len(PLATFORM_FEATURES)
-        self.scorer = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                                    nn.Linear(hidden, 1))
-        self.value = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, 1))
-        self.hidden = hidden
-
-    def parameters(self):
-        return [*self.scorer.parameters(), *self.value.parameters()]
-
-    def _inputs(self, feats, mask, platform):
-        torch = _torch()
-        plat = platform[:, None, None, :].expand(*feats.shape[:3], platform.shape[-1])
-        x = torch.cat([feats, plat], dim=-1)                              # (T, n, C, width)
-        pooled = (x * mask[..., None]).sum(2) / mask.sum(2, keepdim=True).clamp(min=1)
-        return x, pooled
-
-    def logits_values(self, feats, mask, platform):
-        """(T, n, C) masked logits and (T, n) values for stacked observations."""
-        x, pooled = self._inputs(feats, mask, platform)
-        logits = self.scorer(x).squeeze(-1).masked_fill(mask <= 0, float("-inf"))
-        return logits, self.value(pooled).squeeze(-1)
-
-    @staticmethod
-    def slate_logprob(logits, slate):
-        """Plackett-Luce log-probability of ordered slates ``slate`` (T, n, k; -1 = no item)."""
-        torch = _torch()
-        logp = torch.zeros(slate.shape[:2], dtype=logits.dtype)
-        remaining = logits.clone()
-        for j in range(slate.shape[2]):
-            pick = slate[..., j]
-            valid = pick >= 0
-            norm = torch.logsumexp(remaining, dim=-1)
-            chosen = remaining.gather(-1, pick.clamp(min=0)[..., None]).squeeze(-1)
-            step = torch.where(valid & torch.isfinite(norm), chosen - norm, torch.zeros_like(norm))
-            logp = logp + step
-            remaining = remaining.scatter(-1, pick.clamp(min=0)[..., None],
-                                          torch.where(valid[..., None], float("-inf"),
-                                                      remaining.gather(-1, pick.clamp(min=0)[..., None])))
-        return logp
-
-    @staticmethod
-    def draw_slate(logits, k: int, generator=None, greedy: bool = False):
-        """(T, n, k) candidate indices: Gumbel top-k (a Plackett-Luce draw), -1 past the valid ones."""
-        torch = _torch()
-        if greedy:
-            keys = logits
-        else:
-            u = torch.rand(logits.shape, generator=generator).clamp(1e-9, 1 - 1e-9)
-            keys = logits - torch.log(-torch.log(u))
-        k_eff = min(k, logits.shape[-1])
-        top = torch.topk(keys, k_eff, dim=-1)
-        return torch.where(torch.isfinite(top.values), top.indices, torch.full_like(top.indices, -1))
-
-    def act(self, obs: dict, k: int, greedy: bool = True, generator=None) -> np.ndarray:
-        """The ``scores`` action (n, C) for one observation of a :class:`PlatformEnv`."""
-        torch = _torch()
-        with torch.no_grad():
-            t = _as_tensors([obs])
-            logits, _ = self.logits_values(*t)
-            slate = self.draw_slate(logits, k, generator, greedy)[0]
-        return slate_scores(slate.numpy(), obs["mask"].shape)
-
-    def save(self, path: Path, args: Args) -> None:
-        torch = _torch()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"scorer": self.scorer.state_dict(), "value": self.value.state_dict(),
-                    "hidden": self.hidden, "args": asdict(args)}, path)
-
-    @classmethod
-    def load(cls, path: Path) -> PlatformPolicy:
-        torch = _torch()
-        state = torch.load(path, weights_only=True)
-        policy = cls(hidden=int(state["hidden"]))
-        policy.scorer.load_state_dict(state["scorer"])
-        policy.value.load_state_dict(state["value"])
-        return policy
-
-
-def slate_scores(slate: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Scores in [-1, 1] that make the environment show ``slate`` (n, k) in order: 1 for the
-    first, falling by position, -1 for candidates not drawn."""
-    scores = np.full(shape, -1.0, np.float32)
-    k = slate.shape[1]
-    rows, pos = np.nonzero(slate >= 0)
-    scores[rows, slate[rows, pos]] = 1.0 - pos / max(k, 1)
-    return scores
-
-
-def _as_tensors(observations: list[dict]):
-    torch = _torch()
-    return (torch.as_tensor(np.stack([o["candidates"] for o in observations])),
-            torch.as_tensor(np.stack([o["mask"] for o in observations])),
-            torch.as_tensor(np.stack([o["platform"] for o in observations])))
-
-
 def _gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
     """Per-viewer advantages over one episode: rewards, values (T, n); the episode ends at T."""
     adv = np.zeros_like(rewards)
@@ -169,10 +62,35 @@ def _gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float) -> n
     return adv
 
 
+def update(policy: PlatformPolicy, optim, batch: dict, args: Args, gen) -> None:
+    """``args.epochs`` clipped PPO passes over a batch: ``obs`` (observations), ``slate`` (drawn
+    slates, tensors), ``logp`` (their log-probabilities at drawing), ``adv`` / ``ret`` (per step
+    and viewer, arrays)."""
+    torch = torch_module()
+    tensors = as_tensors(batch["obs"])
+    slate_t, old_logp = torch.stack(batch["slate"]), torch.stack(batch["logp"])
+    adv_t = torch.as_tensor(np.concatenate(batch["adv"]), dtype=torch.float32)
+    ret_t = torch.as_tensor(np.concatenate(batch["ret"]), dtype=torch.float32)
+    adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
+    steps = len(batch["obs"])
+    for _ in range(args.epochs):
+        for idx in torch.randperm(steps, generator=gen).chunk(args.minibatches):
+            logits, value = policy.logits_values(*(t[idx] for t in tensors))
+            logp = policy.slate_logprob(logits, slate_t[idx])
+            ratio = torch.exp(logp - old_logp[idx])
+            a = adv_t[idx]
+            pg = -torch.min(ratio * a, ratio.clamp(1 - args.clip, 1 + args.clip) * a).mean()
+            loss = pg + args.value_coef * ((value - ret_t[idx]) ** 2).mean()
+            optim.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            optim.step()
+
+
 def train(args: Args, env_kwargs: dict | None = None, log=print) -> tuple[PlatformPolicy, list[dict]]:
     """Train a policy on ``PlatformEnv(args.objective, action_form="scores", **env_kwargs)``;
     returns it and the learning curve (mean platform reward per episode, per iteration)."""
-    torch = _torch()
+    torch = torch_module()
     if args.threads:
         torch.set_num_threads(args.threads)
     env = PlatformEnv(args.objective, action_form="scores", **(env_kwargs or {}))
@@ -196,7 +114,7 @@ def train(args: Args, env_kwargs: dict | None = None, log=print) -> tuple[Platfo
             done = False
             while not done:
                 with torch.no_grad():
-                    logits, value = policy.logits_values(*_as_tensors([obs]))
+                    logits, value = policy.logits_values(*as_tensors([obs]))
                     slate = policy.draw_slate(logits, k, gen)
                     logp = policy.slate_logprob(logits, slate)
                 observations.append(obs)
@@ -213,31 +131,14 @@ def train(args: Args, env_kwargs: dict | None = None, log=print) -> tuple[Platfo
             batch["adv"].append(adv)
             batch["ret"].append(adv + v)
             returns.append(float(r.mean(axis=1).sum()))
-        tensors = _as_tensors(batch["obs"])
-        slate_t, old_logp = torch.stack(batch["slate"]), torch.stack(batch["logp"])
-        adv_t = torch.as_tensor(np.concatenate(batch["adv"]), dtype=torch.float32)
-        ret_t = torch.as_tensor(np.concatenate(batch["ret"]), dtype=torch.float32)
-        adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
-        steps = len(batch["obs"])
-        for _ in range(args.epochs):
-            for idx in torch.randperm(steps, generator=gen).chunk(args.minibatches):
-                logits, value = policy.logits_values(*(t[idx] for t in tensors))
-                logp = policy.slate_logprob(logits, slate_t[idx])
-                ratio = torch.exp(logp - old_logp[idx])
-                a = adv_t[idx]
-                pg = -torch.min(ratio * a, ratio.clamp(1 - args.clip, 1 + args.clip) * a).mean()
-                loss = pg + args.value_coef * ((value - ret_t[idx]) ** 2).mean()
-                optim.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
-                optim.step()
+        update(policy, optim, batch, args, gen)
         curve.append({"iteration": it + 1, "episodes": episode, "mean_return": float(np.mean(returns)),
                       "seconds": round(time.perf_counter() - start, 2)})
         if log and (it + 1) % 10 == 0:
             log(f"iteration {it + 1}/{args.iterations}: mean platform return {np.mean(returns):.3f}")
     if args.out:
         out = Path(args.out)
-        policy.save(out / "policy.pt", args)
+        policy.save(out / "policy.pt", asdict(args))
         (out / "curve.json").write_text(json.dumps(curve, indent=1))
     return policy, curve
 

@@ -6,12 +6,13 @@ step and :class:`RankingFeatures` describes each (viewer, candidate) pair with t
 :data:`RANKING_FEATURES`; the platform seat (``socialgym.recommenders.seat``), the bridging and
 engagement-greedy rankers and the platform's PPO all read the same two.
 
-**Retrieval** (act phase): the pool is the public items of the last ``window`` rounds. A viewer
-whose pool, less its own items, holds at most ``C`` items gets all of them; otherwise viewers
-are taken in blocks of ``block``, each block draws ``C + overdraw`` pool items uniformly without
-replacement (one draw per block, from the generator passed in), and each viewer keeps the first
-``C`` it did not author. Candidates are ordered newest first; a row with fewer than ``C`` is
-padded with -1.
+**Retrieval** (act phase): the pool is the public items of the last ``window`` rounds. Viewers
+are taken in blocks of ``block``; a block draws ``C + m + overdraw`` pool items uniformly without
+replacement (one draw per block, from the generator passed in; ``m`` the most pool items one
+viewer of the block authored), or takes the whole pool when that is no more, and each viewer
+keeps the first ``C`` of them it did not author. So a viewer whose pool, less its own items,
+holds at most ``C`` items gets all of them. Candidates are ordered newest first; a row with
+fewer than ``C`` is padded with -1.
 
 **Features** (each a float; columns of :data:`RANKING_FEATURES`):
 
@@ -70,7 +71,7 @@ def stance_codes(stances: Any, n_agents: int | None = None) -> np.ndarray:
 
 
 def retrieve(request: FeedRequest, rng: np.random.Generator, size: int, window: int = 3,
-             block: int = 64, overdraw: int = 8) -> np.ndarray:
+             block: int = 64, overdraw: int = 0) -> np.ndarray:
     """(len(viewers), ``size``) candidate ids per viewer, newest first, -1 padded (module docstring)."""
     viewers = request.viewers
     out = np.full((len(viewers), size), EMPTY, np.int64)
@@ -80,15 +81,15 @@ def retrieve(request: FeedRequest, rng: np.random.Generator, size: int, window: 
     if len(pool) == 0 or len(viewers) == 0 or size == 0:
         return out
     authors = request.content.column("author")
-    if len(pool) <= size + 1:       # everyone sees the whole pool less (at most one of) its own
-        blocks = [(0, len(viewers), pool[::-1])]
-    else:
-        draw = min(len(pool), size + overdraw)
-        blocks = [(start, min(start + block, len(viewers)),
-                   np.sort(pool[rng.choice(len(pool), draw, replace=False)])[::-1])
-                  for start in range(0, len(viewers), block)]
-    for start, stop, ids in blocks:
+    own = np.bincount(authors[pool], minlength=request.n_agents)
+    for start in range(0, len(viewers), block):
+        stop = min(start + block, len(viewers))
         v = viewers[start:stop]
+        draw = size + int(own[v].max()) + overdraw      # enough for C items not by any viewer of the block
+        if draw >= len(pool):
+            ids = pool[::-1]
+        else:
+            ids = np.sort(pool[rng.choice(len(pool), draw, replace=False)])[::-1]
         keep = authors[ids][None, :] != v[:, None]
         position = np.cumsum(keep, axis=1) - 1
         take = keep & (position < size)

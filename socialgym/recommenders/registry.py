@@ -35,6 +35,11 @@ def _mf(**kwargs):
     return MatrixFactorization(**kwargs)
 
 
+def _learned(**kwargs):
+    from socialgym.recommenders.learned import LearnedRanker   # imports torch when it loads the policy
+    return LearnedRanker(**kwargs)
+
+
 def _hybrid(components: Any, **kwargs) -> Hybrid:
     """``components``: ``{spec: weight}`` or ``[(spec, weight), ...]``, each spec a name (built
     with its default parameters), a built recommender or a function."""
@@ -60,6 +65,7 @@ REGISTRY: dict[str, Any] = {
     "hybrid": _hybrid,
     "bridging": BridgingRanker,
     "engagement_greedy": EngagementGreedy,
+    "learned": _learned,
 }
 
 RERANKERS: dict[str, type[Reranker]] = {
@@ -128,6 +134,9 @@ def recommender_class(name: str) -> type[Recommender]:
         return MatrixFactorization
     if name == "hybrid":
         return Hybrid
+    if name == "learned":
+        from socialgym.recommenders.learned import LearnedRanker
+        return LearnedRanker
     return REGISTRY[name]
 
 

@@ -9,10 +9,11 @@ population figure that is also split per viewer, so that the per-viewer values a
   population (``E`` comments whose target was in the commenter's act-phase feed, ``I`` filled
   feed slots); viewer ``v``: ``n * E_v / I``.
 * **welfare** — the mean λ-weighted user reward of the round; viewer ``v``: its own reward.
-* **diversity** — mean over viewers of ``H_v / ln K`` (``H_v``: entropy of the topics of ``v``'s
-  feed, ``K``: topics in the vocabulary) minus the deep-cocoon share (``H_v`` below
-  ``0.5 ln K``, ``socialgym.metrics.exposure``); viewer ``v``: ``H_v / ln K - [H_v < 0.5 ln K]``
-  (0 for an empty feed; with ``K <= 1`` the entropy term is 0).
+* **diversity** — mean over all viewers of ``H_v / ln K`` (``H_v``: entropy of the topics of
+  ``v``'s feed, ``K``: topics in the vocabulary) minus the share of all viewers in a deep cocoon
+  (``H_v`` below ``0.5 ln K``, ``socialgym.metrics.exposure``; an empty feed is no cocoon);
+  viewer ``v``: ``H_v / ln K - [H_v < 0.5 ln K]`` (0 for an empty feed; 0 when ``K <= 1``).
+  (:func:`platform_metrics`' ``deep_cocoon_share`` is over viewers with a feed.)
 * **bridging** — supportive comments (sentiment > 0) across stance groups per feed impression;
   viewer ``v``: ``n * B_v / I``.
 * **negativity** (a penalty, so the objective is its negative) — ``-N / E``: the share of the

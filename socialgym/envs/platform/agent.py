@@ -71,7 +71,7 @@ class PlatformAgentEnv(ParallelEnv):
         obs, infos = self.feed_env.reset(seed=seed, options=options)
         self.agents = list(self.possible_agents)
         self.last_components = np.zeros(len(PLATFORM_OBJECTIVES))
-        obs[PLATFORM] = self._observe()
+        obs[PLATFORM] = self.platform_observation()
         infos[PLATFORM] = {"phase": "act", "round": 1}
         return obs, infos
 
@@ -89,7 +89,7 @@ class PlatformAgentEnv(ParallelEnv):
                                                        len(env.vocab)).mean(axis=0)
             reward = float(self.weights @ self.last_components)
         done = not env.agents
-        obs[PLATFORM] = self._observe()
+        obs[PLATFORM] = self.platform_observation()
         rewards[PLATFORM] = reward
         terms[PLATFORM], truncs[PLATFORM] = False, done
         infos[PLATFORM] = {"phase": env.phase, "round": env.round,
@@ -97,7 +97,9 @@ class PlatformAgentEnv(ParallelEnv):
         self.agents = [] if done else list(self.possible_agents)
         return obs, rewards, terms, truncs, infos
 
-    def _observe(self) -> dict:
+    def platform_observation(self) -> dict:
+        """The platform agent's observation now: the candidates of the next feed in a vote phase,
+        zeros otherwise."""
         env = self.feed_env
         zeros = {k: np.zeros(s.shape, np.float32) for k, s in self._space.spaces.items() if k != "phase"}
         if env.phase != "vote" or not env.agents:

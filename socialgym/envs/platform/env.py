@@ -101,9 +101,9 @@ class PlatformEnv(gymnasium.Env):
 
     # ---------------------------------------------------------------- episode
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
         if seed is None and self._seed is not None and self.feed_env.rng is None:
-            seed = self._seed
+            seed = self._seed                      # the constructor's seed, on the first reset
+        super().reset(seed=seed)
         self.feed_env.reset(seed=seed)
         user_seed = int(self.np_random.integers(2**31))     # Gymnasium's stream: seeded by reset(seed)
         if self._custom_users is None:

@@ -41,6 +41,7 @@ DEFAULTS = dict(groups=2, concentration=0.6, p_post=0.3, base=0.05, gain=0.5, ti
                 arousal=0.15, hostility=0.6, in_hostility=0.05, dislike_prob=0.2, out_like_cut=0.5,
                 out_dislike=0.3)
 """The user model's parameters (module docstring) as the platform tasks use them."""
+PROBABILITIES = ("concentration", "p_post", "hostility", "in_hostility", "dislike_prob", "out_like_cut")
 
 
 class StanceUsers:
@@ -53,8 +54,10 @@ class StanceUsers:
             raise TypeError(f"StanceUsers: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
         p = {**DEFAULTS, **params}
         for name, value in p.items():
-            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
                 raise ValueError(f"StanceUsers: {name} must be a finite number >= 0, got {value!r}")
+            if name in PROBABILITIES and value > 1:
+                raise ValueError(f"StanceUsers: {name} is a probability (or share) in [0, 1], got {value!r}")
         if int(p["groups"]) < 1 or not 0 < p["concentration"] <= 1:
             raise ValueError("StanceUsers: groups must be >= 1 and concentration in (0, 1]")
         self.params = p

@@ -26,7 +26,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from socialgym.baselines.platform_ppo import Args, PlatformPolicy, train
+from socialgym.baselines.platform_ppo import Args, train
+from socialgym.recommenders.learned import PlatformPolicy
 from socialgym.envs.platform.env import PlatformEnv
 from socialgym.experiments.studies import evidence as ev
 
