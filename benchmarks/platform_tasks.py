@@ -1,6 +1,7 @@
 """docs/platform.md's tables and figure, and the Milli et al. row of docs/reproduction.md.
 
     python benchmarks/platform_tasks.py --train      # the study, then the other two objectives (about 25 min on 2 cores)
+    python benchmarks/platform_tasks.py --evaluate   # re-evaluate runs/platform's trained models
     python benchmarks/platform_tasks.py              # rewrite the docs from benchmarks/results_platform.json
 
 ``--train`` runs ``socialgym study platform-objectives`` (PPO for engagement, welfare and bridging,
@@ -95,6 +96,8 @@ def write_docs(data: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", action="store_true")
+    parser.add_argument("--evaluate", action="store_true",
+                        help="re-evaluate with the trained models in --out (kept), keeping the recorded study time")
     parser.add_argument("--out", default="runs/platform")
     args = parser.parse_args()
     if args.train:
@@ -106,6 +109,12 @@ def main() -> None:
         seconds = time.perf_counter() - start
         results = study.run_study(out, objectives=study.ALL_OBJECTIVES)
         data = {"results": results, "study_seconds": round(seconds, 1),
+                "machine": f"{host.machine()}, {os.cpu_count()} cores"}
+        RESULTS.write_text(json.dumps(data, indent=1) + "\n")
+    elif args.evaluate:
+        previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+        results = study.run_study(Path(args.out), objectives=study.ALL_OBJECTIVES)
+        data = {"results": results, "study_seconds": previous.get("study_seconds"),
                 "machine": f"{host.machine()}, {os.cpu_count()} cores"}
         RESULTS.write_text(json.dumps(data, indent=1) + "\n")
     data = json.loads(RESULTS.read_text())

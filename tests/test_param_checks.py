@@ -163,6 +163,8 @@ def test_the_limits_hold_for_every_way_of_building():
             assert declared_params(cls)[name].high == limit, (cls.__name__, name)
             required = {"n": 1} if cls is RandomReplacement else {"stances": []} if cls is StancePenalty else {}
             required = {**required, "components": [(Popularity(), 1.0)]} if cls is Hybrid else required
+            required = {"stances": []} if cls.__name__ == "BridgingRanker" else required
+            required = {"path": "policy.pt"} if cls.__name__ == "LearnedRanker" else required
             with pytest.raises(ParamError, match=f"{name} must be at most {limit}"):
                 cls.check_params(**{**required, name: limit + 1})
             with pytest.raises(ValueError, match="at most"):
@@ -275,7 +277,8 @@ def test_checks_build_nothing(monkeypatch):
         if "__init__" in cls.__dict__:
             monkeypatch.setattr(cls, "__init__", refuse)
     for name in REGISTRY:
-        kwargs = {"components": {"mf": 0.6, "popularity": 0.2, "social": 0.2}} if name == "hybrid" else {}
+        kwargs = {"hybrid": {"components": {"mf": 0.6, "popularity": 0.2, "social": 0.2}},
+                  "bridging": {"stances": ["a", "b"]}, "learned": {"path": "policy.pt"}}.get(name, {})
         check_recommender(name, **kwargs)
     check_recommender("mf", dim=32, epochs=4, window=3)
     check_reranking([{"kind": "random_replacement", "n": 1}, {"kind": "tail_quota_transfer", "share": 0.5},

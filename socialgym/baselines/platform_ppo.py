@@ -1,18 +1,23 @@
 """PPO for the platform's seat: a Plackett-Luce ranking policy over retrieved candidates.
 
-One readable file in the CleanRL manner. The policy scores every (viewer, candidate) pair with one
-small MLP shared by all pairs (input: the pair's ranking features and the platform aggregates) and
+One readable file in the CleanRL manner. The policy (``socialgym.recommenders.learned.
+PlatformPolicy``) scores every (viewer, candidate) pair with one small MLP shared by all pairs
+(input: the pair's ranking features only, so a trained scorer deploys as a recommender) and
 draws each viewer's feed as a Plackett-Luce slate: the ``feed_size`` candidates, one after another,
 each with probability ``softmax(score)`` over those not yet taken (sampled with Gumbel top-k). The
 log-probability of a slate is the sum of those log-softmaxes, so PPO's ratio is exact.
 
 Credit: the platform objectives split per viewer (``socialgym.rewards.platform``) and average to
 the platform's reward, so each viewer's slate is trained on its own share with a per-viewer value
-baseline (GAE over the episode's rounds), all viewers sharing the parameters — as the users' PPO
+baseline (GAE over the episode's rounds; the value network also reads the platform aggregates),
+all viewers sharing the parameters — as the users' PPO
 does with agents. The slate reaches the environment as scores (``action_form="scores"``): 1 for
 the first item, falling with the position, -1 for everything not drawn.
 
-    python -m socialgym.baselines.platform_ppo --objective welfare --iterations 120 --out runs/platform/welfare
+    python -m socialgym.baselines.platform_ppo --objective welfare --iterations 150 --out runs/platform/welfare
+
+Training seed k plays the episodes seeded 10_000 k + 0, 1, 2, ...; held-out evaluations use
+seeds outside that range.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import json
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -42,15 +46,14 @@ class Args:
     clip: float = 0.2
     epochs: int = 4
     minibatches: int = 4
-    entropy_coef: float = 0.0              # the slate's entropy is not tractable; 0 = off
     value_coef: float = 0.5
     hidden: int = 64
     seed: int = 0                          # training seed: torch, episode seeds 10_000 * seed + k
     threads: int = 1                       # torch threads (0 = torch's default)
-    out: str | None = None                 # where policy.pt, args.json and curve.json go
+    out: str | None = None                 # where policy.pt (with these args) and curve.json go
 
 
-def _gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
+def viewer_gae(rewards: np.ndarray, values: np.ndarray, gamma: float, lam: float) -> np.ndarray:
     """Per-viewer advantages over one episode: rewards, values (T, n); the episode ends at T."""
     adv = np.zeros_like(rewards)
     last = np.zeros(rewards.shape[1])
@@ -124,7 +127,7 @@ def train(args: Args, env_kwargs: dict | None = None, log=print) -> tuple[Platfo
                 obs, reward, _, done, _ = env.step(slate_scores(slate[0].numpy(), obs["mask"].shape))
                 rewards.append(env.last_per_viewer @ weights)
             r, v = np.array(rewards), np.array(values)
-            adv = _gae(r, v, args.gamma, args.gae_lambda)
+            adv = viewer_gae(r, v, args.gamma, args.gae_lambda)
             batch["obs"] += observations
             batch["slate"] += slates
             batch["logp"] += logps

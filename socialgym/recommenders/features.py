@@ -70,6 +70,11 @@ def stance_codes(stances: Any, n_agents: int | None = None) -> np.ndarray:
     return np.array([index[x] if is_known(x) else -1 for x in labels], np.int64)
 
 
+def stance_labels(codes: np.ndarray) -> list:
+    """Labels that :func:`stance_codes` maps back to ``codes`` (-1 -> None, unknown)."""
+    return [int(c) if c >= 0 else None for c in np.asarray(codes).tolist()]
+
+
 def retrieve(request: FeedRequest, rng: np.random.Generator, size: int, window: int = 3,
              block: int = 64, overdraw: int = 0) -> np.ndarray:
     """(len(viewers), ``size``) candidate ids per viewer, newest first, -1 padded (module docstring)."""

@@ -39,10 +39,12 @@ class PlatformPolicy:
     """The scorer and value networks (module docstring); :meth:`act` gives the platform tasks'
     ``scores`` action."""
 
-    def __init__(self, hidden: int = 64, seed: int = 0, n_aggregates: int = N_AGGREGATES) -> None:
+    def __init__(self, hidden: int = 64, seed: int | None = 0, n_aggregates: int = N_AGGREGATES) -> None:
+        """``seed``: seeds torch's global generator before the weights are drawn (None: leaves it)."""
         torch = torch_module()
         nn = torch.nn
-        torch.manual_seed(seed)
+        if seed is not None:
+            torch.manual_seed(seed)
         self.scorer = nn.Sequential(nn.Linear(N_FEATURES, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
                                     nn.Linear(hidden, 1))
         self.value = nn.Sequential(nn.Linear(N_FEATURES + n_aggregates, hidden), nn.Tanh(), nn.Linear(hidden, 1))
@@ -112,7 +114,8 @@ class PlatformPolicy:
         if not path.is_file():
             raise FileNotFoundError(f"no trained platform policy at {path} (written by socialgym.baselines.platform_ppo)")
         state = torch.load(path, weights_only=True)
-        policy = cls(hidden=int(state["hidden"]), n_aggregates=int(state["n_aggregates"]))
+        with torch.random.fork_rng():            # the drawn weights are overwritten: leave torch's RNG as it was
+            policy = cls(hidden=int(state["hidden"]), seed=None, n_aggregates=int(state["n_aggregates"]))
         policy.scorer.load_state_dict(state["scorer"])
         policy.value.load_state_dict(state["value"])
         return policy

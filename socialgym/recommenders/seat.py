@@ -16,7 +16,7 @@ their feeds* and nothing else.
   cross-group likes; needs ``stances``.
 * :class:`EngagementGreedy` — an online ridge regression of "the viewer commented on the item"
   on the features of the items it was shown, refitted after every round; score = the predicted
-  engagement, with an ``explore`` share of slots filled at random (epsilon-greedy).
+  engagement; each round an ``explore`` share of the viewers get random scores (epsilon-greedy).
 """
 
 from __future__ import annotations
@@ -92,10 +92,12 @@ class CandidateRanker(Recommender):
             self.features.reset()
 
     def state_dict(self) -> dict:
-        return {} if self.features is None else {"features": self.features.state_dict()}
+        return {"features": None if self.features is None else self.features.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        if "features" in state and self.features is not None:
+        if state.get("features") is None:
+            self.features = None                 # the counts did not exist yet
+        elif self.features is not None:
             self.features.load_state_dict(state["features"])
 
 
@@ -233,13 +235,15 @@ class EngagementGreedy(CandidateRanker):
 
     def state_dict(self) -> dict:
         return {**super().state_dict(), "gram": self.gram.copy(), "target": self.target.copy(),
-                "coef": self.coef.copy()}
+                "coef": self.coef.copy(), "shown": self._shown}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
         for key in ("gram", "target", "coef"):
             if key in state:
                 setattr(self, key, state[key].copy())
+        if "shown" in state:
+            self._shown = state["shown"]
 
 
 def _check_form(value: Any) -> None:
@@ -249,10 +253,12 @@ def _check_form(value: Any) -> None:
 
 class FeedOnly(Recommender):
     """``ranker`` builds the act-phase feeds; vote-phase lists are drawn uniformly, as a
-    :class:`CandidateRanker`'s are, so rankers compared on a platform task differ in feeds only."""
+    :class:`CandidateRanker`'s are, so rankers compared on a platform task differ in feeds only.
+    ``observers``: rankers that only learn from each round (their ``update`` is called too)."""
 
-    def __init__(self, ranker: Any) -> None:
+    def __init__(self, ranker: Any, observers: tuple = ()) -> None:
         self.ranker = as_recommender(ranker)
+        self.observers = tuple(observers)
         self.name = getattr(self.ranker, "name", type(self.ranker).__name__)
         self._vote = RandomFeed()
 
@@ -261,13 +267,19 @@ class FeedOnly(Recommender):
 
     def update(self, content, batch, rng) -> None:
         self.ranker.update(content, batch, rng)
+        for observer in self.observers:
+            observer.update(content, batch, rng)
 
     def reset(self) -> None:
         self.ranker.reset()
+        for observer in self.observers:
+            observer.reset()
 
     def state_dict(self) -> dict:
-        return self.ranker.state_dict()
+        return {"ranker": self.ranker.state_dict(), "observers": [o.state_dict() for o in self.observers]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.ranker.load_state_dict(state)
+        self.ranker.load_state_dict(state["ranker"])
+        for observer, sub in zip(self.observers, state["observers"]):
+            observer.load_state_dict(sub)
 

@@ -37,6 +37,11 @@ class AtomicSteps:
             if gc_was_enabled:
                 gc.enable()
 
+    def atomic(self):
+        """A block of several steps (and feed rebuilds) that either completes or leaves the env as
+        it was before the block: ``with env.atomic(): ...`` (the platform tasks' round)."""
+        return self._atomic_step()
+
     def _snapshot(self) -> tuple:
         """What :meth:`_restore` needs to undo a step, taken before it: references to the
         attributes a step rebinds (arrays are never written in place once published), the

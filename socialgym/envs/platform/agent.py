@@ -9,6 +9,9 @@ that phase, and the feed of round ``t + 1`` shows them. Its action in an act ste
 no-op; its observation there is all zeros). Its reward arrives with each vote step: the
 weighted platform objectives (``platform_objective``) of the round that step closes — which
 was ranked by its action one vote step earlier. Vote-phase lists are drawn uniformly.
+Its observation is taken in the vote phase, before that phase's votes and tie update: the
+features are one update older than those :class:`PlatformEnv` shows after a round closes, so a
+policy moved from one form to the other sees slightly shifted inputs.
 Stances the platform sees: ``platform_stances`` (one label per user; default unknown).
 """
 
@@ -23,7 +26,8 @@ from pettingzoo import ParallelEnv
 
 from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.platform.env import PLATFORM_FEATURES
-from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, stance_codes
+from socialgym.platform.actions import COM
+from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import FeedOnly, PlatformSeat
 from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_weights
 
@@ -44,7 +48,7 @@ class PlatformAgentEnv(ParallelEnv):
         self.feed_env = FeedEnv(**config, recommender=FeedOnly(self.seat))
         n = self.feed_env.config.n_agents
         self.stances = stance_codes(platform_stances, n)
-        self.seat.set_stances(self.stances.tolist())
+        self.seat.set_stances(stance_labels(self.stances))
         self.weights = platform_weights(platform_objective)
         self.possible_agents = [*self.feed_env.possible_agents, PLATFORM]
         self.agents: list[str] = []
@@ -108,8 +112,18 @@ class PlatformAgentEnv(ParallelEnv):
                                                    env.config.feed_size, "act"), round=env.round + 1)
         cand, feats = self.seat.prepare(request, env.rng)
         platform = np.array([env.round / env.config.max_rounds, *self.last_components,
-                             env.ties.weights.values.sum() / env.config.n_agents, 0.0], np.float32)
+                             env.ties.weights.values.sum() / env.config.n_agents, self._active_share()], np.float32)
         return {"candidates": feats, "mask": (cand >= 0).astype(np.float32), "platform": platform, "phase": 1}
+
+    def _active_share(self) -> float:
+        """Share of users who commented or voted in the last closed round."""
+        record = self.feed_env.last_round
+        if record is None:
+            return 0.0
+        batch, active = record.batch, np.zeros(self.feed_env.config.n_agents, bool)
+        active[batch.sender[batch.kind == COM]] = True
+        active[batch.vote_voter] = True
+        return float(active.mean())
 
     def render(self):
         return None

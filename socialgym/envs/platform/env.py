@@ -38,7 +38,8 @@ from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.platform.users import StanceUsers
 from socialgym.platform.actions import COM
 from socialgym.recommenders import make_recommender, recommender_class
-from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, stance_codes
+from socialgym.platform.validation import check_seed
+from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import CandidateRanker, FeedOnly, PlatformSeat
 from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_metrics, platform_weights
 
@@ -63,6 +64,13 @@ class PlatformEnv(gymnasium.Env):
     def __init__(self, objective: str | Mapping[str, float] = "engagement", *, action_form: str = "weights",
                  candidates: int = DEFAULT_CANDIDATES, window: int = 3, users: Any = None, user_params: Mapping | None = None,
                  stances: Any = None, ranker: Any = None, seed: int | None = None, **config: Any) -> None:
+        check_seed(seed, "seed")
+        for key in ("recommender", "recommender_kwargs", "rerank"):
+            if key in config:
+                raise ValueError(f"PlatformEnv: {key!r} cannot be set: the platform's seat (or ranker=) builds the "
+                                 "feeds")
+        if users is not None and user_params:
+            raise ValueError("PlatformEnv: user_params configure the scripted users; with users= pass none")
         self.objective = objective
         self.weights = platform_weights(objective)
         self.seat = PlatformSeat(candidates, window, action_form=action_form)
@@ -76,17 +84,19 @@ class PlatformEnv(gymnasium.Env):
                                                                  **self._user_params)
         labels = stances if stances is not None else getattr(self.users, "stances", None)
         self.stances = stance_codes(labels, self.n_agents)
-        self.seat.set_stances(self.stances.tolist())
+        labels = stance_labels(self.stances)
+        self.seat.set_stances(labels)
         self.ranker = None
         if ranker is not None:          # a hand-written ranker builds the feeds; it sees the same stances
             if isinstance(ranker, str) and issubclass(recommender_class(ranker), CandidateRanker):
-                extra = {"stances": self.stances.tolist()} if ranker == "bridging" else {}
+                extra = {"stances": labels} if ranker == "bridging" else {}
                 self.ranker = make_recommender(ranker, candidates=candidates, window=window, **extra)
             else:
                 self.ranker = make_recommender(ranker)
             if isinstance(self.ranker, CandidateRanker):
-                self.ranker.set_stances(self.stances.tolist())
-            self.feed_env.recommender = FeedOnly(self.ranker)
+                self.ranker.set_stances(labels)
+            # the seat still learns its running counts, so the observation means the same in both modes
+            self.feed_env.recommender = FeedOnly(self.ranker, observers=(self.seat,))
         self._seed = seed
         n, c = self.n_agents, candidates
         self.observation_space = spaces.Dict({
@@ -116,14 +126,26 @@ class PlatformEnv(gymnasium.Env):
         return self._observe(), {"round": self.feed_env.round}
 
     def step(self, action):
+        """One round. Atomic: if the users or the platform raise, the environment, the seat and
+        the scripted users' generator are left as they were, so the step can be retried."""
         env = self.feed_env
         if not env.agents:
             raise RuntimeError("the episode is over; call reset()")
-        if self.ranker is None:
-            self.seat.set_action(action, self.n_agents)
-        env.build_feeds()
-        shown = env.act_feeds.copy()
-        done = self._play_round()
+        seat_state = (self.seat.action, self.seat.prepared)
+        users_rng = getattr(self.users, "rng", None)
+        users_state = users_rng.bit_generator.state if users_rng is not None else None
+        try:
+            with env.atomic():
+                if self.ranker is None:             # a ranker's feeds were built when the last round closed
+                    self.seat.set_action(action, self.n_agents)
+                    env.build_feeds()
+                shown = env.act_feeds.copy()
+                done = self._play_round()
+        except BaseException:
+            self.seat.action, self.seat.prepared = seat_state
+            if users_state is not None:
+                users_rng.bit_generator.state = users_state
+            raise
         reward = float(self.weights @ self.last_components)
         info = {"round": env.round - 1, "components": dict(zip(PLATFORM_OBJECTIVES, self.last_components.tolist())),
                 "metrics": self.last_metrics, "feeds": shown}
@@ -153,8 +175,6 @@ class PlatformEnv(gymnasium.Env):
         env = self.feed_env
         request = env.feed_request()
         cand, feats = self.seat.prepare(request, env.rng)
-        if self.ranker is not None:
-            self.seat.prepared = None
         self.last_candidates = cand
         platform = np.array([(env.round - 1) / env.config.max_rounds, *self.last_components,
                              env.ties.weights.values.sum() / self.n_agents, self._active_share], np.float32)

@@ -27,12 +27,14 @@ All draws come from ``self.rng`` (``seed``); the draws of one call have fixed sh
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from socialgym.envs.feed.encoding import FIELDS, ActionLayout
 from socialgym.platform.actions import COM, NOT, POST, TONES
+from socialgym.platform.validation import check_seed
 
 _TYPE, _TARGET, _TOPIC, _TONE = (FIELDS.index(f) for f in ("type", "target_slot", "topic", "tone"))
 _SUPPORTIVE, _NEUTRAL, _CRITICAL = (TONES.index(t) for t in ("supportive", "neutral", "critical"))
@@ -54,12 +56,17 @@ class StanceUsers:
             raise TypeError(f"StanceUsers: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
         p = {**DEFAULTS, **params}
         for name, value in p.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"StanceUsers: {name} must be a finite number >= 0, got {value!r}")
             if name in PROBABILITIES and value > 1:
                 raise ValueError(f"StanceUsers: {name} is a probability (or share) in [0, 1], got {value!r}")
-        if int(p["groups"]) < 1 or not 0 < p["concentration"] <= 1:
-            raise ValueError("StanceUsers: groups must be >= 1 and concentration in (0, 1]")
+        if int(p["groups"]) != p["groups"] or not 1 <= p["groups"] <= layout.n_agents:
+            raise ValueError(f"StanceUsers: groups must be an integer in [1, n_agents], got {p['groups']!r}")
+        if p["concentration"] == 0:
+            raise ValueError("StanceUsers: concentration must lie in (0, 1]")
+        if int(n_topics) < 1:
+            raise ValueError(f"StanceUsers: the platform needs at least one topic, got {n_topics!r}")
+        check_seed(seed, "seed")
         self.params = p
         self.layout = layout
         n = layout.n_agents

@@ -129,7 +129,7 @@ def run(args: Args, log=print) -> dict:
                                  "logp": ep["logp"].reshape(-1), "adv": adv.reshape(-1), "ret": ret.reshape(-1)})
             user_returns.append(float(ep["returns"].mean()))
             pe = driver.platform_episode()
-            p_adv = platform_ppo._gae(pe["rewards"], pe["values"], p_args.gamma, p_args.gae_lambda)
+            p_adv = platform_ppo.viewer_gae(pe["rewards"], pe["values"], p_args.gamma, p_args.gae_lambda)
             p_batch["obs"] += [s["obs"] for s in pe["steps"]]
             p_batch["slate"] += [s["slate"] for s in pe["steps"]]
             p_batch["logp"] += [s["logp"] for s in pe["steps"]]
