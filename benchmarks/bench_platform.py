@@ -30,12 +30,12 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results_platform_seat.json"
 
 
-def measure(arm: str, n_agents: int, rounds: int) -> dict:
+def measure(arm: str, n_agents: int, rounds: int, candidates: int) -> dict:
     import numpy as np
 
     from socialgym.envs.platform.env import PlatformEnv
 
-    env = PlatformEnv("engagement", n_agents=n_agents, max_rounds=rounds + 4,
+    env = PlatformEnv("engagement", n_agents=n_agents, max_rounds=rounds + 4, candidates=candidates,
                       ranker="chronological" if arm == "without" else None)
     env.reset(seed=0)
     times = []
@@ -55,20 +55,21 @@ def measure(arm: str, n_agents: int, rounds: int) -> dict:
             env.step(weights)
             times.append(time.perf_counter() - t0)
     timed = times[2:]
-    return {"arm": arm, "agents": n_agents, "rounds": rounds, "mean_s": float(np.mean(timed)),
+    return {"arm": arm, "agents": n_agents, "rounds": rounds, "candidates": candidates, "mean_s": float(np.mean(timed)),
             "max_s": float(np.max(timed))}
 
 
 def markdown(data: dict) -> str:
-    rows = {r["arm"]: r for r in data["runs"]}
-    ratio = rows["with"]["mean_s"] / rows["without"]["mean_s"]
-    return "\n".join([
-        "| agents | without the seat (s / round) | with the seat (s / round) | ratio |",
-        "|---:|---:|---:|---:|",
-        f"| {rows['with']['agents']:,} | {rows['without']['mean_s']:.3f} | {rows['with']['mean_s']:.3f} | "
-        f"{ratio:.2f}x |", "",
-        f"Mean over {rows['with']['rounds']} rounds after two warm-up rounds, each arm in its own process, on "
-        f"{data['machine']}. Written by `python benchmarks/bench_platform.py --docs`."])
+    base = next(r for r in data["runs"] if r["arm"] == "without")
+    lines = ["| agents | candidates per viewer | without the seat (s / round) | with the seat (s / round) | ratio |",
+             "|---:|---:|---:|---:|---:|"]
+    for r in (r for r in data["runs"] if r["arm"] == "with"):
+        lines.append(f"| {r['agents']:,} | {r['candidates']} | {base['mean_s']:.3f} | {r['mean_s']:.3f} | "
+                     f"{r['mean_s'] / base['mean_s']:.2f}x |")
+    lines += ["", f"Mean over {base['rounds']} rounds after two warm-up rounds, each arm in its own process, on "
+                  f"{data['machine']}. 60 candidates is the platform tasks' setting. Written by "
+                  "`python benchmarks/bench_platform.py --docs`."]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -76,15 +77,17 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--docs", action="store_true")
+    parser.add_argument("--candidates", type=int, nargs="+", default=[60, 20])
     parser.add_argument("--arm", choices=("with", "without"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.arm:
-        print(json.dumps(measure(args.arm, args.agents, args.rounds)))
+        print(json.dumps(measure(args.arm, args.agents, args.rounds, args.candidates[0])))
         return
     runs = []
-    for arm in ("without", "with"):
+    for arm, candidates in [("without", args.candidates[0]), *(("with", c) for c in args.candidates)]:
         out = subprocess.run([sys.executable, __file__, "--arm", arm, "--agents", str(args.agents),
-                              "--rounds", str(args.rounds)], capture_output=True, text=True, check=True)
+                              "--rounds", str(args.rounds), "--candidates", str(candidates)],
+                             capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(runs[-1], flush=True)
     data = {"runs": runs, "machine": f"{host.machine()}, {os.cpu_count()} cores"}

@@ -185,39 +185,48 @@ class RankingFeatures:
         return out
 
     def matrix(self, request: FeedRequest, cand: np.ndarray) -> np.ndarray:
-        """(len(viewers), C, N_FEATURES) float32 features of candidates ``cand`` (-1 slots: 0)."""
+        """(len(viewers), C, N_FEATURES) float32 features of candidates ``cand`` (-1 slots: 0).
+
+        The item's own features are computed once per item of the candidates' id range (ids grow
+        with rounds, so the window is one contiguous range) and gathered per pair; only the tie
+        weights, the topic affinity and the stance distance are computed per pair."""
         content = request.content
         present = cand >= 0
-        safe = np.where(present, cand, 0)
         m, c = cand.shape
         out = np.zeros((m, c, N_FEATURES), np.float32)
         if not present.any():
             return out
-        viewers = np.broadcast_to(request.viewers[:, None], cand.shape)
-        author = content.column("author")[safe]
-        item_topic = content.column("topic")[safe]
-        cols = {}
+        lo, hi = int(cand[present].min()), int(cand.max()) + 1
+        local = np.where(present, cand - lo, 0)                      # row of each pair's item in the table
+        author_all, topic_all = content.column("author")[lo:hi], content.column("topic")[lo:hi]
+        items = np.empty((hi - lo, len(_ITEM_COLUMNS)), np.float32)
+        items[:, 0] = (request.round - content.column("round")[lo:hi]) / max(self.window, 1)
+        items[:, 1] = np.log1p(content.column("likes")[lo:hi])
+        items[:, 2] = np.log1p(content.column("dislikes")[lo:hi])
+        items[:, 3] = np.log1p(self.cross_likes(np.arange(lo, hi), author_all))
+        items[:, 4] = np.log1p(self.author_activity[author_all])
+        items[:, 5] = content.column("sentiment")[lo:hi]
+        items[:, 6] = content.column("kind")[lo:hi] == COM
+        out[..., _ITEM_INDEX] = items[local]
+
+        viewers = request.viewers[:, None]
+        author, item_topic = author_all[local], topic_all[local]
         if request.tie_lookup is not None:
-            cols["tie_out"] = request.tie_lookup(viewers[present], author[present])
-            cols["tie_in"] = request.tie_lookup(author[present], viewers[present])
+            v = np.broadcast_to(viewers, cand.shape).ravel()
+            out[..., _TIE_OUT] = request.tie_lookup(v, author.ravel()).reshape(m, c)
+            out[..., _TIE_IN] = request.tie_lookup(author.ravel(), v).reshape(m, c)
         act = self.topic_activity
-        totals = act.sum(axis=1)
-        in_range = item_topic[present] < act.shape[1]
-        aff = np.zeros(int(present.sum()))
-        v, t = viewers[present][in_range], item_topic[present][in_range]
-        aff[in_range] = act[v, t] / np.maximum(totals[v], 1.0)
-        cols["topic_affinity"] = aff
-        cols["age"] = (request.round - content.column("round")[safe][present]) / max(self.window, 1)
-        cols["likes"] = np.log1p(content.column("likes")[safe][present])
-        cols["dislikes"] = np.log1p(content.column("dislikes")[safe][present])
-        cols["cross_likes"] = np.log1p(self.cross_likes(safe[present], author[present]))
-        cols["author_activity"] = np.log1p(self.author_activity[author[present]])
-        sv, sa = self.stances[viewers[present]], self.stances[author[present]]
-        cols["stance_distance"] = ((sv >= 0) & (sa >= 0) & (sv != sa)).astype(float)
-        cols["tone"] = content.column("sentiment")[safe][present]
-        cols["is_comment"] = (content.column("kind")[safe][present] == COM).astype(float)
-        cols["viewer_activity"] = np.log1p(self.viewer_activity[viewers[present]])
-        for j, name in enumerate(RANKING_FEATURES):
-            if name in cols:
-                out[..., j][present] = cols[name]
+        share = act / np.maximum(act.sum(axis=1, keepdims=True), 1.0)
+        in_range = item_topic < act.shape[1]
+        out[..., _AFFINITY] = np.where(in_range, share[viewers, np.minimum(item_topic, act.shape[1] - 1)], 0.0)
+        sv, sa = self.stances[viewers], self.stances[author]
+        out[..., _STANCE] = (sv >= 0) & (sa >= 0) & (sv != sa)
+        out[..., _VIEWER] = np.log1p(self.viewer_activity[viewers])
+        out[~present] = 0.0
         return out
+
+
+_ITEM_COLUMNS = ("age", "likes", "dislikes", "cross_likes", "author_activity", "tone", "is_comment")
+_ITEM_INDEX = [RANKING_FEATURES.index(name) for name in _ITEM_COLUMNS]
+_TIE_OUT, _TIE_IN, _AFFINITY, _STANCE, _VIEWER = (RANKING_FEATURES.index(name) for name in (
+    "tie_out", "tie_in", "topic_affinity", "stance_distance", "viewer_activity"))

@@ -146,7 +146,7 @@ class PlatformSeat(CandidateRanker):
     def scores(self, feats: np.ndarray, action: np.ndarray | None) -> np.ndarray:
         if action is None:
             return np.zeros(feats.shape[:2])
-        return feats @ action if self.action_form == "weights" else action
+        return feats @ action.astype(feats.dtype) if self.action_form == "weights" else action
 
     def recommend(self, request: FeedRequest, rng: np.random.Generator) -> np.ndarray:
         if request.phase == "vote":

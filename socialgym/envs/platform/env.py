@@ -178,7 +178,7 @@ class PlatformEnv(gymnasium.Env):
         self.last_candidates = cand
         platform = np.array([(env.round - 1) / env.config.max_rounds, *self.last_components,
                              env.ties.weights.values.sum() / self.n_agents, self._active_share], np.float32)
-        return {"candidates": feats.astype(np.float32), "mask": (cand >= 0).astype(np.float32), "platform": platform}
+        return {"candidates": feats.astype(np.float32, copy=False), "mask": (cand >= 0).astype(np.float32), "platform": platform}
 
     def _empty_observation(self) -> dict:
         space = self.observation_space

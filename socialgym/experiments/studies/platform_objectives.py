@@ -130,7 +130,11 @@ def run_study(out: str | Path, objectives: Sequence[str] = OBJECTIVES, train_see
                "train_seeds": train_seeds, "ppo_args": {**vars(args)}, "milli": milli_verdict(trained),
                "seconds": round(time.perf_counter() - start, 1)}
     (out / "results.json").write_text(json.dumps(results, indent=1))
-    pareto_figure(results, out / "pareto.png")
+    try:
+        pareto_figure(results, out / "pareto.png")
+    except ImportError:                       # the figure needs the plot extra; the results stand without it
+        if log:
+            log("matplotlib is not installed (pip install 'socialgym[plot]'): no pareto.png")
     (out / "summary.md").write_text(summary_markdown(results))
     return results
 
