@@ -8,7 +8,7 @@ import pytest
 
 import socialgym
 from socialgym.recommenders import ParamError, make_recommender
-from socialgym.recommenders.features import N_FEATURES, RANKING_FEATURES
+from socialgym.recommenders.features import RANKING_FEATURES
 from socialgym.recommenders.learned import PlatformPolicy, slate_scores
 
 torch = pytest.importorskip("torch")

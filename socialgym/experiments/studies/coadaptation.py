@@ -1,6 +1,6 @@
 """Users and platform learning at the same time: the users' PPO and the platform's PPO on one feed.
 
-    python -m socialgym.experiments.studies.coadaptation --out runs/coadaptation --iterations 60
+    python -m socialgym.experiments.studies.coadaptation --out runs/coadaptation --iterations 200
 
 The feed environment carries the platform as an agent (``socialgym.envs.platform.agent``): in each
 vote step the platform ranks the next round's feed (Plackett-Luce, ``socialgym.baselines.
@@ -36,7 +36,7 @@ CONFIG = dict(n_agents=20, n_actions=2, max_rounds=10, feed_size=5, vote_feed_si
 
 @dataclass
 class Args:
-    iterations: int = 60
+    iterations: int = 200
     episodes: int = 4                      # episodes per iteration (both policies update on them)
     platform_objective: str = "engagement"
     seed: int = 0
