@@ -59,9 +59,15 @@ def markdown(data: dict) -> str:
         f"{mean(tail, 'platform_return'):.3f} |", "",
         "![Both learning curves](images/platform_coadaptation.png)", "",
         f"{a['iterations']} iterations of {a['episodes']} episodes, training seed {a['seed']}, "
-        f"{curves[-1]['seconds'] / 60:.1f} minutes on {data['machine']}. One training run: the curves show that "
-        "both sides learn at once, not what their equilibrium is. Written by "
-        "`python benchmarks/platform_coadaptation.py`."])
+        f"{curves[-1]['seconds'] / 60:.1f} minutes on {data['machine']}. Over the run the users' return "
+        f"{_moved(mean(head, 'users_return'), mean(tail, 'users_return'))} and the platform's "
+        f"{_moved(mean(head, 'platform_return'), mean(tail, 'platform_return'))}. One training run: it shows both "
+        "sides training at once and the platform's objective moving with the users' policy, not an equilibrium. "
+        "Written by `python benchmarks/platform_coadaptation.py`."])
+
+
+def _moved(first: float, last: float) -> str:
+    return "rose" if last > first else "fell" if last < first else "stayed level"
 
 
 def main() -> None:
