@@ -23,6 +23,22 @@ NAMES = sorted(REGISTRY)
 HYBRID_KW = {"components": {"mf": 0.5, "popularity": 0.3, "social": 0.2}}
 
 
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    """A (randomly initialised) trained-ranker file for the ``learned`` recommender."""
+    pytest.importorskip("torch")
+    from socialgym.recommenders.learned import PlatformPolicy
+    path = tmp_path_factory.mktemp("learned") / "policy.pt"
+    PlatformPolicy(hidden=8, seed=0).save(path, {})
+    return path
+
+
+def required_kwargs(name: str, n_agents: int, policy_file) -> dict:
+    """The keywords a registered name cannot be built without."""
+    return {"hybrid": HYBRID_KW, "bridging": {"stances": [i % 2 for i in range(n_agents)]},
+            "learned": {"path": str(policy_file)}}.get(name, {})
+
+
 def _store(authors, topics, rounds, likes=None) -> ContentStore:
     c = ContentStore()
     authors, topics, rounds = map(np.asarray, (authors, topics, rounds))
@@ -55,10 +71,11 @@ def _request(content, viewers, k, rnd, W=None, phase="act"):
                                     ({"kind": "tail_quota_transfer", "share": 0.5},),
                                     ({"kind": "stance_penalty", "stances": [i % 2 for i in range(12)],
                                       "strength": 0.5},)])
-def test_valid_lists_in_env_and_deterministic(name, rerank):
+def test_valid_lists_in_env_and_deterministic(name, rerank, policy_file):
     """The env's own validation (specification §5: pool only, never own, <= k, no repeats) raises on any
     breach, so a clean episode is the check; the second run checks determinism."""
-    kw = {"recommender_kwargs": HYBRID_KW} if name == "hybrid" else {}
+    needed = required_kwargs(name, 12, policy_file)
+    kw = {"recommender_kwargs": needed} if needed else {}
 
     def run():
         env = socialgym.parallel_env(n_agents=12, n_actions=2, max_rounds=5, feed_size=4,
@@ -80,13 +97,13 @@ def test_valid_lists_in_env_and_deterministic(name, rerank):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_direct_calls_never_own_never_repeat(name):
+def test_direct_calls_never_own_never_repeat(name, policy_file):
     rng = np.random.default_rng(0)
     n = 6
     authors = np.repeat(np.arange(n), 5)
     content = _store(authors, rng.integers(0, 3, len(authors)), np.tile([1, 1, 2, 2, 2], n),
                      likes=rng.integers(0, 4, len(authors)))
-    kw = HYBRID_KW if name == "hybrid" else {}
+    kw = required_kwargs(name, n, policy_file)
     rec = make_recommender(name, **kw)
     W = sp.random(n, n, density=0.5, random_state=1, format="csr")
     W.setdiag(0)
