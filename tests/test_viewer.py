@@ -341,8 +341,10 @@ def test_cli_view_and_serve_on_loopback(run_dir, tmp_path):
                              capture_output=True, text=True, cwd=root, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    # Ctrl-C must reach the server even if this process ignores SIGINT (an ignored signal is inherited)
     proc = subprocess.Popen([sys.executable, "-m", "socialgym.cli", "view", str(work), "--serve"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         url = re.search(r"serving (http://127\.0\.0\.1:\d+/viewer\.html)", lines[1]).group(1)
