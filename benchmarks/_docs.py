@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -22,3 +24,8 @@ def write_section(doc: str, name: str, markdown: str) -> Path:
     _, tail = rest.split(end, 1)
     path.write_text(f"{head}{begin}\n{markdown.strip()}\n{end}{tail}", encoding="utf-8")
     return path
+
+
+def machine() -> str:
+    """The machine a benchmark ran on, as the docs name it ("x86_64, 2 cores")."""
+    return f"{platform.machine()}, {os.cpu_count()} cores"

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform as host
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _docs import machine, write_section  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results_platform_seat.json"
 
 
@@ -95,12 +96,10 @@ def main() -> None:
                              capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(runs[-1], flush=True)
-    data = {"runs": runs, "machine": f"{host.machine()}, {os.cpu_count()} cores"}
+    data = {"runs": runs, "machine": machine()}
     RESULTS.write_text(json.dumps(data, indent=1) + "\n")
     print(markdown(data))
     if args.docs:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from _docs import write_section
         print(f"written to {write_section('platform.md', 'seat-cost', markdown(data))}")
 
 

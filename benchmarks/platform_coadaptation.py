@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform as host
 import sys
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _docs import DOCS, write_section  # noqa: E402
+from _docs import DOCS, machine, write_section  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results_platform_coadaptation.json"
 FIGURE = DOCS / "images" / "platform_coadaptation.png"
@@ -77,7 +75,7 @@ def main() -> None:
     if not args.from_results:
         from socialgym.experiments.studies.coadaptation import Args, run
         data = run(Args(out=str(ROOT / "runs" / "coadaptation")))
-        data["machine"] = f"{host.machine()}, {os.cpu_count()} cores"
+        data["machine"] = machine()
         RESULTS.write_text(json.dumps(data, indent=1) + "\n")
     data = json.loads(RESULTS.read_text())
     figure(data)

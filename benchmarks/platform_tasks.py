@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform as host
 import shutil
 import sys
 import time
@@ -27,7 +25,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _docs import DOCS, write_section  # noqa: E402
+from _docs import DOCS, machine, write_section  # noqa: E402
 
 from socialgym.experiments.studies import platform_objectives as study  # noqa: E402
 
@@ -109,13 +107,13 @@ def main() -> None:
         seconds = time.perf_counter() - start
         results = study.run_study(out, objectives=study.ALL_OBJECTIVES)
         data = {"results": results, "study_seconds": round(seconds, 1),
-                "machine": f"{host.machine()}, {os.cpu_count()} cores"}
+                "machine": machine()}
         RESULTS.write_text(json.dumps(data, indent=1) + "\n")
     elif args.evaluate:
         previous = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
         results = study.run_study(Path(args.out), objectives=study.ALL_OBJECTIVES)
         data = {"results": results, "study_seconds": previous.get("study_seconds"),
-                "machine": f"{host.machine()}, {os.cpu_count()} cores"}
+                "machine": machine()}
         RESULTS.write_text(json.dumps(data, indent=1) + "\n")
     data = json.loads(RESULTS.read_text())
     write_docs(data)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform as host
 import sys
 import time
 from pathlib import Path
@@ -25,6 +23,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _docs import machine, write_section  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results_platform_transfer.json"
 MODELS = ROOT / "runs" / "platform" / "models"
 ROUNDS = 4
@@ -38,7 +39,7 @@ def play(client, ranker_name: str, path: Path | None) -> dict:
     from socialgym.recommenders import make_recommender
     from socialgym.recommenders.features import stance_codes
     from socialgym.recommenders.seat import FeedOnly
-    from socialgym.rewards.platform import platform_metrics
+    from socialgym.rewards.platform import feed_authors, platform_metrics
 
     personas = generate_personas(N_AGENTS, seed=0, lambdas="uniform")
     labels = [p.stance for p in personas]
@@ -54,10 +55,8 @@ def play(client, ranker_name: str, path: Path | None) -> dict:
         obs, _, _, _, _ = env.step(policy.act(obs))
         if env.phase == "act" and env.last_round is not None and env.last_round.round >= 2:
             record = env.last_round
-            author = env.content.column("author")
-            feed = record.batch.feed
-            feed_authors = np.where(feed >= 0, author[np.maximum(feed, 0)], -1)
-            rounds.append(platform_metrics(record.batch, record.totals, codes, len(env.vocab), feed_authors))
+            authors = feed_authors(record.batch.feed, env.content.column("author"))
+            rounds.append(platform_metrics(record.batch, record.totals, codes, len(env.vocab), authors))
     return {"ranker": ranker_name, "seconds": round(time.perf_counter() - start, 1), "per_round": rounds,
             "mean": {m: float(np.nanmean([r[m] for r in rounds])) for m in MEASURES}}
 
@@ -89,13 +88,11 @@ def main() -> None:
             for name, path in rankers:
                 runs.append(play(client, name, path))
                 print(name, runs[-1]["mean"], runs[-1]["seconds"], "s", flush=True)
-        data = {"runs": runs, "machine": f"{host.machine()}, {os.cpu_count()} cores"}
+        data = {"runs": runs, "machine": machine()}
         RESULTS.write_text(json.dumps(data, indent=1) + "\n")
     data = json.loads(RESULTS.read_text())
     print(markdown(data))
     if args.docs:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from _docs import write_section
         print(f"written to {write_section('platform.md', 'transfer', markdown(data))}")
 
 

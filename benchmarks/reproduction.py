@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _docs import DOCS, write_section  # noqa: E402
+from _docs import DOCS, machine, write_section  # noqa: E402
 
 from socialgym.rundir.files import finite_json  # noqa: E402
 
@@ -160,7 +160,7 @@ def rerun(root: Path) -> dict:
     times["soc_strategy"] = round(time.perf_counter() - start, 1)
     save("soc_strategy", soc_strategy_summary(out))
     record = {"seconds": times, "total_seconds": round(sum(times.values()), 1),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version()}
+              "machine": machine(), "python": platform.python_version()}
     save("rerun", record)
     return record
 

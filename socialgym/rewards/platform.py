@@ -91,8 +91,23 @@ def platform_components(batch: Any, totals: np.ndarray, stances: np.ndarray, n_t
     return out
 
 
+def feed_authors(feed: np.ndarray, author: np.ndarray) -> np.ndarray:
+    """The author of each feed slot (-1 where empty); ``author``: the content store's column."""
+    if not len(author):
+        return np.full_like(feed, -1)
+    return np.where(feed >= 0, author[np.maximum(feed, 0)], -1)
+
+
+def active_share(batch: Any) -> float:
+    """Share of the agents who commented or voted in the round."""
+    active = np.zeros(batch.n_agents, bool)
+    active[batch.sender[batch.kind == COM]] = True
+    active[batch.vote_voter] = True
+    return float(active.mean())
+
+
 def platform_metrics(batch: Any, totals: np.ndarray, stances: np.ndarray, n_topics: int,
-                     feed_authors: np.ndarray) -> dict[str, float]:
+                     feed_authors: np.ndarray, components: np.ndarray | None = None) -> dict[str, float]:
     """The study's population figures for one closed round.
 
     ``engagement``, ``welfare``, ``bridging``, ``negativity_share`` (= -negativity): as the
@@ -101,8 +116,11 @@ def platform_metrics(batch: Any, totals: np.ndarray, stances: np.ndarray, n_topi
     share of feed impressions whose author has another known stance than the viewer;
     ``polarisation``: the share of the round's cross-group interactions (comments and non-zero
     votes) that are hostile (a negative comment or a dislike). ``feed_authors``: the author of
-    each feed slot (-1 where empty)."""
-    comp = platform_components(batch, totals, stances, n_topics).mean(axis=0)
+    each feed slot (-1 where empty). ``components``: the round's :func:`platform_components`,
+    when the caller has them already."""
+    if components is None:
+        components = platform_components(batch, totals, stances, n_topics)
+    comp = components.mean(axis=0)
     feed = batch.feed
     shown = feed >= 0
     viewer = np.broadcast_to(np.arange(batch.n_agents)[:, None], feed.shape)[shown]

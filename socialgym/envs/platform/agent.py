@@ -26,10 +26,9 @@ from pettingzoo import ParallelEnv
 
 from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.platform.env import PLATFORM_FEATURES
-from socialgym.platform.actions import COM
 from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import FeedOnly, PlatformSeat
-from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_weights
+from socialgym.rewards.platform import PLATFORM_OBJECTIVES, active_share, platform_components, platform_weights
 
 PLATFORM = "platform"
 
@@ -86,12 +85,7 @@ class PlatformAgentEnv(ParallelEnv):
         if voting and PLATFORM in actions:
             self.seat.set_action(actions[PLATFORM], env.config.n_agents)
         obs, rewards, terms, truncs, infos = env.step(user_actions)
-        reward = 0.0
-        if voting:
-            record = env.last_round
-            self.last_components = platform_components(record.batch, record.totals, self.stances,
-                                                       len(env.vocab)).mean(axis=0)
-            reward = float(self.weights @ self.last_components)
+        reward = float(self.weights @ self.score_closed_round().mean(axis=0)) if voting else 0.0
         done = not env.agents
         obs[PLATFORM] = self.platform_observation()
         rewards[PLATFORM] = reward
@@ -115,15 +109,19 @@ class PlatformAgentEnv(ParallelEnv):
                              env.ties.weights.values.sum() / env.config.n_agents, self._active_share()], np.float32)
         return {"candidates": feats, "mask": (cand >= 0).astype(np.float32), "platform": platform, "phase": 1}
 
+    def score_closed_round(self) -> np.ndarray:
+        """(n, 5) per-viewer platform objectives of the round the last vote step closed; their
+        means become ``last_components`` (what the platform observes next)."""
+        env = self.feed_env
+        record = env.last_round
+        per_viewer = platform_components(record.batch, record.totals, self.stances, len(env.vocab))
+        self.last_components = per_viewer.mean(axis=0)
+        return per_viewer
+
     def _active_share(self) -> float:
         """Share of users who commented or voted in the last closed round."""
         record = self.feed_env.last_round
-        if record is None:
-            return 0.0
-        batch, active = record.batch, np.zeros(self.feed_env.config.n_agents, bool)
-        active[batch.sender[batch.kind == COM]] = True
-        active[batch.vote_voter] = True
-        return float(active.mean())
+        return 0.0 if record is None else active_share(record.batch)
 
     def render(self):
         return None

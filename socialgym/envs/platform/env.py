@@ -36,12 +36,13 @@ from gymnasium import spaces
 
 from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.platform.users import StanceUsers
-from socialgym.platform.actions import COM
 from socialgym.recommenders import make_recommender, recommender_class
 from socialgym.platform.validation import check_seed
 from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import CandidateRanker, FeedOnly, PlatformSeat
-from socialgym.rewards.platform import PLATFORM_OBJECTIVES, platform_components, platform_metrics, platform_weights
+from socialgym.rewards.platform import (
+    PLATFORM_OBJECTIVES, active_share, feed_authors, platform_components, platform_metrics, platform_weights,
+)
 
 PLATFORM_FEATURES: tuple[str, ...] = ("progress", *PLATFORM_OBJECTIVES, "tie_weight_per_user", "active_share")
 
@@ -161,13 +162,9 @@ class PlatformEnv(gymnasium.Env):
         per_viewer = platform_components(batch, record.totals, self.stances, self.n_topics)
         self.last_components = per_viewer.mean(axis=0)
         self.last_per_viewer = per_viewer
-        author = env.content.column("author")
-        feed_authors = np.where(batch.feed >= 0, author[np.maximum(batch.feed, 0)], -1) if len(author) else batch.feed
-        self.last_metrics = platform_metrics(batch, record.totals, self.stances, self.n_topics, feed_authors)
-        active = np.zeros(self.n_agents, bool)
-        active[batch.sender[batch.kind == COM]] = True
-        active[batch.vote_voter] = True
-        self._active_share = float(active.mean())
+        authors = feed_authors(batch.feed, env.content.column("author"))
+        self.last_metrics = platform_metrics(batch, record.totals, self.stances, self.n_topics, authors, per_viewer)
+        self._active_share = active_share(batch)
         return bool(done)
 
     # ---------------------------------------------------------------- observation

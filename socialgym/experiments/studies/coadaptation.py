@@ -27,7 +27,7 @@ from socialgym.baselines.ppo import gae, ppo_update, rollout
 from socialgym.baselines.torch_policy import Actor, ActorCritic, Heads, RunningNorm, feature_size
 from socialgym.envs.platform.agent import PlatformAgentEnv
 from socialgym.recommenders.learned import PlatformPolicy, as_tensors, slate_scores
-from socialgym.rewards.platform import platform_components, platform_weights
+from socialgym.rewards.platform import platform_weights
 
 CONFIG = dict(n_agents=20, n_actions=2, max_rounds=10, feed_size=5, vote_feed_size=5, dm_inbox_size=2,
               obs_format="numeric", topics=("politics", "sports", "science", "music", "food", "travel"),
@@ -79,8 +79,7 @@ class PlatformDriver:
         obs, rewards, term, trunc, info = env.step_arrays(np.asarray(actions).reshape(self.n_agents, -1))
         if voting:
             record = env.last_round
-            per_viewer = platform_components(record.batch, record.totals, self.env.stances, len(env.vocab))
-            self.env.last_components = per_viewer.mean(axis=0)
+            per_viewer = self.env.score_closed_round()
             ranked = [s for s in self.steps if "reward" not in s]
             if ranked and record.round >= 2:                      # the feed of this round was ranked last vote step
                 ranked[0]["reward"] = per_viewer @ self.weights
