@@ -15,7 +15,7 @@ TORCH_CPU := torch==2.13.0
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q $(TORCH_CPU)
-	$(BIN)/python -m pip install -q -e ".[test,torch,plot,llm,local,wandb,ray,marl]"
+	$(BIN)/python -m pip install -q -e ".[test,torch,plot,llm,local,wandb,ray,marl,realism]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -11,6 +11,8 @@
     socialgym fork DIR --at-round T --out DIR2 [--set k=v ...]   # continue DIR after round T, changed
     socialgym compare DIR_A DIR_B | SWEEP                        # paired differences per round, intervals
     socialgym interview DIR --agent agent_3 --round 10 "question" # ask a run's LLM agent (DIR unchanged)
+    socialgym validate RUN_DIR... [--out DIR]                    # the realism scorecard of one or more runs
+    socialgym calibrate CONFIG --targets FILE --out DIR          # fit the scripted population to the facts
 
 Every failure a user can cause or meet prints one line, ``socialgym: error: ...``. Exit status:
 0 done; 1 a run finished with problems (summary.json's ``problems``, e.g. too many LLM
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
                 "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo, "estimate": _estimate,
-                "moderation": moderation.run_command}
+                "moderation": moderation.run_command, "validate": _validate, "calibrate": _calibrate}
     try:
         return commands[args.command](args)
     except (ConfigError, RunError, LLMFatalError, CheckpointError, RunDirError) as exc:
@@ -95,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_page_commands(sub)
     _add_study_command(sub)
     _add_branch_commands(sub)
+    _add_realism_commands(sub)
     p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
                            description=moderation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     moderation.add_arguments(p_mod)
@@ -198,6 +201,56 @@ def _add_branch_commands(sub) -> None:
     p_int.add_argument("--round", type=int, default=None, help="default: the last completed round")
     p_int.add_argument("--scale", default="text", help="text (default), likert5, 0-10 or 1-10")
     p_int.add_argument("--trust", action="store_true", help="load a snapshot not signed by this user's key")
+
+
+def _add_realism_commands(sub) -> None:
+    p_val = sub.add_parser("validate", help="the realism scorecard: stylised facts of one or more runs against "
+                                            "published platform statistics (docs/realism.md)")
+    p_val.add_argument("dirs", nargs="+", metavar="RUN_DIR",
+                       help="run directories, or sweep / study directories (every run inside is scored)")
+    p_val.add_argument("--out", default=None, help=f"write {layout.REALISM_MD}, .json, .csv and .html here")
+    p_cal = sub.add_parser("calibrate", help="fit the social_users population's parameters to target facts "
+                                             "(Optuna; resumable: re-run with the same --out)")
+    p_cal.add_argument("config", help="a run config whose policy (or a group) is social_users")
+    p_cal.add_argument("--targets", required=True, help="YAML/JSON: facts -> band or \"reference\" (docs/realism.md)")
+    p_cal.add_argument("--out", required=True, help="the calibration directory (resumed when it exists)")
+    p_cal.add_argument("--trials", type=int, default=60, help="complete trials to reach, all workers together")
+    p_cal.add_argument("--minutes", type=float, default=25.0, help="search time of this invocation")
+    p_cal.add_argument("--seeds", type=int, default=2, help="runs per trial (seeds 0, 1, ...)")
+    p_cal.add_argument("--eval-seeds", type=int, default=3, help="held-out runs of the before / after scorecards")
+    p_cal.add_argument("--workers", type=int, default=None, help="search processes (default: the number of cores)")
+    p_cal.add_argument("--name", default="calibrated", help="the population set's name (DIR/NAME.json)")
+    p_cal.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    p_cal.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config key, as for run (repeatable)")
+
+
+def _validate(args) -> int:
+    from socialgym.experiments import RunError
+    from socialgym.experiments.analysis.realism import markdown_table, run_dirs_in, scorecard, write_scorecard
+
+    try:
+        card = scorecard([d for given in args.dirs for d in run_dirs_in(given)])
+    except (OSError, ValueError, ImportError) as exc:
+        raise RunError(f"validate: {exc}") from None
+    print(markdown_table(card))
+    for note in card.notes:
+        print(f"note: {note}")
+    if args.out:
+        paths = write_scorecard(card, args.out)
+        print(f"scorecard: {paths[layout.REALISM_HTML]}")
+    return 0
+
+
+def _calibrate(args) -> int:
+    from socialgym.experiments.run.calibrate import calibrate, calibration_markdown
+
+    result = calibrate(args.config, args.targets, args.out, trials=args.trials, minutes=args.minutes,
+                       seeds=args.seeds, eval_seeds=args.eval_seeds, workers=args.workers, name=args.name,
+                       seed=args.seed, overrides=tuple(args.overrides))
+    print(calibration_markdown(result))
+    print(f"population: {result['population']} (use it with policy.params.population)")
+    return 0
 
 
 def _run(args) -> int:

@@ -14,10 +14,11 @@ declared in ``socialgym.baselines.protocol`` (``Policy``, ``DiscussionPolicy``).
 from socialgym.baselines.greedy import GreedyPolicy
 from socialgym.baselines.protocol import DiscussionPolicy, Policy
 from socialgym.baselines.random_policy import RandomPolicy
+from socialgym.baselines.social_users import SocialUsers
 from socialgym.baselines.topic_users import TopicUsers
 
 # TorchPolicy is left out of __all__: ``from socialgym.baselines import *`` must not need torch
-__all__ = ["DiscussionPolicy", "GreedyPolicy", "Policy", "RandomPolicy", "TopicUsers"]
+__all__ = ["DiscussionPolicy", "GreedyPolicy", "Policy", "RandomPolicy", "SocialUsers", "TopicUsers"]
 
 _LAZY = {"TorchPolicy": "socialgym.baselines.torch_policy"}
 

@@ -393,7 +393,7 @@ class TopicUsers:
         covering every agent (e.g. what ``reset()`` returns, numeric or structured).
         """
         self._need_layout()
-        if _is_stacked(obs):
+        if is_stacked(obs):
             view = self._view_from_arrays(obs)
         else:
             missing = [a for a in self.agent_ids if a not in obs]
@@ -407,7 +407,7 @@ class TopicUsers:
 
     # ------------------------------------------------------------------ observations -> view
     def _view_from_arrays(self, obs: dict[str, Any]) -> _View:
-        phase = _phase_name(obs["phase"])
+        phase = phase_name(obs["phase"])
         items = np.asarray(obs["feed"] if phase == "act" else obs["vote_items"])
         if items.shape[0] != self.n_agents:
             raise ValueError(f"stacked observations of {items.shape[0]} agents, the policy has {self.n_agents}")
@@ -425,8 +425,8 @@ class TopicUsers:
         first = observations[agents[0]]
         if not isinstance(first, dict) or "feed" not in first or "phase" not in first:
             raise ValueError("TopicUsers reads observations with 'phase' and 'feed' (structured or numeric)")
-        phase = _phase_name(first["phase"])
-        if any(_phase_name(observations[a]["phase"]) != phase for a in agents):
+        phase = phase_name(first["phase"])
+        if any(phase_name(observations[a]["phase"]) != phase for a in agents):
             raise ValueError("all observations of one call must be in the same phase")
         rnd = int(first["round"])
         if isinstance(first["feed"], list):
@@ -650,7 +650,8 @@ def _concentration(value: Any) -> None:
         raise ParamError("concentration", f"concentration must lie in (0, 1], got {value!r}")
 
 
-def _phase_name(phase: Any) -> str:
+def phase_name(phase: Any) -> str:
+    """"act" or "vote" from a phase name or its index (the numeric observation's ``phase``)."""
     if isinstance(phase, str):
         if phase not in ("act", "vote"):
             raise ValueError(f"phase must be 'act' or 'vote', got {phase!r}")
@@ -658,5 +659,6 @@ def _phase_name(phase: Any) -> str:
     return ("act", "vote")[int(phase)]
 
 
-def _is_stacked(obs: Any) -> bool:
+def is_stacked(obs: Any) -> bool:
+    """Whether ``obs`` is the stacked arrays of ``env.step_arrays`` (feed of shape (agents, slots, features))."""
     return isinstance(obs, dict) and isinstance(obs.get("feed"), np.ndarray) and obs["feed"].ndim == 3

@@ -68,6 +68,15 @@ EFFECTS_CSV = "effects.csv"
 EFFECTS_MD = "effects.md"
 EFFECTS_JSON = "effects.json"
 
+# ---------------------------------------------------------------------------------- realism
+REALISM_MD, REALISM_JSON, REALISM_CSV, REALISM_HTML = "realism.md", "realism.json", "realism.csv", "realism.html"
+"""``socialgym validate --out DIR``: the scorecard as Markdown, JSON, CSV and a page."""
+CALIBRATION_JSON, CALIBRATION_MD = "calibration.json", "calibration.md"
+"""``socialgym calibrate``: the result (best parameters, before / after per fact)."""
+SEARCH_LOG, SEARCH_KEY = "search.log", "search.json"
+"""``socialgym calibrate``: the Optuna journal the search resumes from, and what it searches
+(config, targets, parameters: a resume must keep them)."""
+
 # ---------------------------------------------------------------------------------- a moderation experiment
 DISCUSSIONS = "discussions.jsonl"
 

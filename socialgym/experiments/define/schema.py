@@ -21,7 +21,7 @@ from socialgym.llm.sanitize import drop_secrets
 from socialgym.rundir.files import atomic_write
 from socialgym.recommenders.params import PARAM_LIMITS  # noqa: F401 -- the limits recommenders obey, re-exported
 
-POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users")
+POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users", "social_users")
 BACKENDS = ("local", "ray")
 WANDB_MODES = ("online", "offline", "disabled")
 

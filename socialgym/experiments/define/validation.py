@@ -197,6 +197,8 @@ def check_policy_params(cfg: ExperimentConfig) -> None:
             _check_scripted(g.kind, params, where)
         elif g.kind == "topic_users":
             _check_topic_users(cfg, i, params, where)
+        elif g.kind == "social_users":
+            _check_social_users(cfg, params, where)
         elif g.kind == "torch":
             _check_torch(params, where)
         elif g.kind == "llm":
@@ -249,6 +251,46 @@ def _check_topic_users(cfg: ExperimentConfig, i: int, params: dict, where: str) 
         raise ConfigError(f"{where}.{exc}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_social_users(cfg: ExperimentConfig, params: dict, where: str) -> None:
+    """What the runner's SocialUsers would refuse: its keywords and ``population`` (a bundled
+    name or a JSON file, which the other keywords override)."""
+    from socialgym.baselines.social_users import SocialUsers, load_population
+    from socialgym.recommenders import ParamError
+
+    taken = {"preferences", "layout", "n_agents", "agent_ids", "n_topics"}
+    allowed = [k for k in inspect.signature(SocialUsers).parameters if k not in taken] + ["population"]
+    unknown = sorted(set(params) - set(allowed), key=str)
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter {unknown[0]!r}; a social_users policy takes {', '.join(allowed)}")
+    params = dict(params)
+    source = params.pop("population", None)
+    if source is not None:
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError(f"{where}.population must name a bundled population or a .json file, got {show(source)}")
+        try:
+            params = {**load_population(source), **params}
+        except ValueError as exc:
+            raise ConfigError(f"{where}.population: {exc}") from None
+    interests, topics = cfg.env.get("agent_interests"), cfg.env.get("topics", FeedConfig.topics)
+    try:
+        if interests is not None:      # labels or a matrix: the preferences are not drawn
+            SocialUsers.check_interests(interests, topics, params.get("concentration", 0.8))
+            SocialUsers.check_params(**{k: v for k, v in params.items() if k != "concentration"})
+            return
+        SocialUsers.check_params(**params)
+    except ParamError as exc:
+        raise ConfigError(f"{where}.{exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    n_topics = min(len(topics), int(cfg.env.get("max_topics", FeedConfig.max_topics)))
+    if n_topics < 1:
+        raise ConfigError(f"{where}: social_users agents draw their preferences over env.topics, which is empty; "
+                          "give env.topics or env.agent_interests")
+    k = params.get("interests_per_agent", 1)
+    if k > n_topics:
+        raise ConfigError(f"{where}.interests_per_agent = {k} exceeds the {n_topics} topics of env.topics")
 
 
 def _check_torch(params: dict, where: str) -> None:

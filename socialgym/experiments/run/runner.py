@@ -410,7 +410,7 @@ class _RunExecution:
             env_kwargs["tie_scorer"] = LLMTieScorer(client, personas=dict(zip(agents, personas))
                                                     if personas is not None else None,
                                                     transcript_tokens=cfg.llm.tie_transcript_tokens)
-        if any(g.kind in ("torch", "topic_users") for g in groups):   # they read the numeric part (ties)
+        if any(g.kind in ("torch", "topic_users", "social_users") for g in groups):   # they read ties (numeric)
             env_kwargs["obs_format"] = "both"
         env = socialgym.parallel_env(**env_kwargs, seed=self.seed)
         for owner in owners:
@@ -478,12 +478,32 @@ class _RunExecution:
             from socialgym.baselines.topic_users import TopicUsers
             env = self.cfg.env
             return TopicUsers.from_interests(env["agent_interests"], env.get("topics", FeedConfig.topics), **params)
+        if group.kind == "social_users":       # scripted users with every action, calibratable
+            return self._social_users(group, params)
         cls = {"random": RandomPolicy, "greedy": GreedyPolicy}[group.kind]
         try:
             return cls(**params)
         except TypeError as exc:
             raise RunError(f"policy group {group.name!r} ({group.kind}): bad params {dict(group.params)}: {exc}") \
                 from None
+
+    def _social_users(self, group, params: dict):
+        """SocialUsers with rows for every env agent: a named population's parameters (``population``)
+        overridden by the group's own; preferences from env.agent_interests when given, else drawn
+        over the env's topics."""
+        from socialgym.baselines.social_users import SocialUsers, load_population
+        env = self.cfg.env
+        try:
+            source = params.pop("population", None)
+            if source is not None:
+                params = {**load_population(source), **params}
+            topics = env.get("topics", FeedConfig.topics)
+            if env.get("agent_interests") is not None:
+                return SocialUsers.from_interests(env["agent_interests"], topics, **params)
+            n_topics = min(len(topics), int(env.get("max_topics", FeedConfig.max_topics)))
+            return SocialUsers(n_topics=n_topics, n_agents=int(env.get("n_agents", FeedConfig.n_agents)), **params)
+        except (TypeError, ValueError) as exc:
+            raise RunError(f"policy group {group.name!r} (social_users): {exc}") from None
 
     def _llm_policy(self, client, groups, personas, agents, coached_agents):
         from socialgym.agents import Coach, LLMPolicy

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from socialgym.experiments.analysis.compare import mean_ci, run_metrics
+from socialgym.experiments.analysis.realism import conditions_html
 from socialgym.experiments.define import load_config
 from socialgym.rundir.files import atomic_write, finite_json, own_dir, write_csv
 from socialgym.experiments.define.schedule import rounds_of
@@ -244,7 +245,15 @@ def _html(out: Path, spec: ForkStudy, manifest: dict, effects: list, verdicts: l
             f"<h2>Branches</h2><img alt=\"branches\" src=\"data:image/png;base64,{img}\">"
             f"<h2>Effects</h2><table><tr><th>B - A</th><th>metric</th><th>from round</th><th>effect</th>"
             f"<th>95 % interval</th><th>pairs</th></tr>{erows}</table>"
-            f"<h2>Paired comparisons per round</h2><ul>{compares}</ul><h2>Runs</h2><ul>{links}</ul></body></html>\n")
+            f"<h2>Paired comparisons per round</h2><ul>{compares}</ul>{conditions_html(_by_condition(out, manifest))}"
+            f"<h2>Runs</h2><ul>{links}</ul></body></html>\n")
+
+
+def _by_condition(out: Path, manifest: dict) -> dict[str, list[Path]]:
+    groups: dict[str, list[Path]] = {}
+    for job in manifest["jobs"]:
+        groups.setdefault(job["condition_id"], []).append(out / job["out"])
+    return groups
 
 
 def _json(value):

@@ -37,6 +37,7 @@ from socialgym.experiments.studies import fork_studies as fork_study
 from socialgym.rundir.files import atomic_write, own_dir, read_json, write_csv
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
 from socialgym.experiments.analysis.compare import mean_ci
+from socialgym.experiments.analysis.realism import conditions_html
 from socialgym.experiments.run.sweep import resume_sweep, run_sweep
 from socialgym.rundir import is_sweep, kind_of, layout, read_rounds, read_sweep, writes
 
@@ -357,7 +358,14 @@ def _html(out: Path, runs: list[dict], verdicts, figures) -> str:
             f"<h1>The core paper's study: coach x tie scoring</h1><p>{len(runs)} runs in {html.escape(str(out))}</p>"
             f"<h2>Claims</h2><table><tr><th>claim</th><th>statistic</th><th>verdict</th></tr>{rows}</table>"
             f"<p>Numbers and rules: {layout.CLAIMS_MD}, {layout.CLAIMS_JSON}.</p><h2>Figures</h2>{imgs}"
-            f"<h2>Runs</h2><ul>{links}</ul></body></html>\n")
+            f"{conditions_html(_by_condition(runs))}<h2>Runs</h2><ul>{links}</ul></body></html>\n")
+
+
+def _by_condition(runs: list[dict]) -> dict[str, list[Path]]:
+    groups: dict[str, list[Path]] = {}
+    for r in runs:
+        groups.setdefault(r["condition_id"], []).append(r["path"])
+    return groups
 
 
 def _json(value: Any):

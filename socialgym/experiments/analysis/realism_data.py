@@ -1,0 +1,184 @@
+"""What the realism scorecard reads from one run directory, as arrays (``load_run_data``).
+
+From ``events.jsonl``: every POST, COM and DM (sender, recipient, content id, replied-to id,
+topic, sentiment) and every vote; from ``rounds.csv``: the agents and who acted in each round;
+from ``ties/``: the last tie matrix. Missing pieces are recorded in ``RunData.missing`` (the
+scorecard shows the facts that need them as not measurable), never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from socialgym.platform.actions import ACTION_TYPES
+from socialgym.rundir import layout
+from socialgym.rundir.files import read_csv, read_jsonl
+
+CONTENT_KINDS = ("POST", "COM", "DM")
+ACTIVE_COLUMNS = ("POST", "COM", "DM")
+"""rounds.csv's count columns whose sum > 0 makes an agent active in a round."""
+assert set(ACTIVE_COLUMNS) <= set(ACTION_TYPES)
+
+
+@dataclass
+class RunData:
+    """One run's columns. Agent references are indices into ``agents``; -1 = none."""
+
+    path: Path
+    agents: list[str]
+    kind: np.ndarray                 # per content item: index into CONTENT_KINDS
+    content_id: np.ndarray
+    sender: np.ndarray
+    recipient: np.ndarray
+    target: np.ndarray               # replied-to content id, -1 for a POST or a new DM
+    topic: np.ndarray                # object array of topic names
+    sentiment: np.ndarray
+    round: np.ndarray                # per content item: its round
+    vote_item: np.ndarray
+    vote_value: np.ndarray
+    active: np.ndarray | None        # (rounds, agents) bool, None without rounds.csv
+    active_rounds: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the round of each row
+    ties: Any = None                 # scipy CSR of the last tie matrix
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.agents)
+
+    def of_kind(self, *kinds: str) -> np.ndarray:
+        """Boolean mask of the content items of these kinds."""
+        return np.isin(self.kind, [CONTENT_KINDS.index(k) for k in kinds])
+
+    def main_topics(self) -> np.ndarray:
+        """Each agent's most frequent topic over its POSTs (ties: the first in name order);
+        "" for an agent that never posted."""
+        posts = self.of_kind("POST")
+        out = np.full(self.n_agents, "", dtype=object)
+        if not posts.any():
+            return out
+        names, codes = np.unique(self.topic[posts].astype(str), return_inverse=True)
+        counts = np.zeros((self.n_agents, names.size), np.int64)
+        np.add.at(counts, (self.sender[posts], codes), 1)
+        posted = counts.sum(axis=1) > 0
+        out[posted] = names[np.argmax(counts[posted], axis=1)]
+        return out
+
+
+def load_run_data(run_dir: str | Path) -> RunData:
+    """Read one run directory. Raises FileNotFoundError when it is no run directory (no
+    ``rounds.csv`` and no ``events.jsonl``) and ValueError for a file socialgym did not write."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is not a directory")
+    rounds_path, events_path = path / layout.ROUNDS, path / layout.EVENTS
+    if not rounds_path.is_file() and not events_path.is_file():
+        raise FileNotFoundError(f"{path} is not a run directory: it has neither {layout.ROUNDS} nor {layout.EVENTS}")
+    missing: list[str] = []
+    agents, active, active_rounds = _read_rounds(rounds_path, missing)
+    index = {a: i for i, a in enumerate(agents)}
+    columns = _read_events(events_path, index, agents, missing)
+    data = RunData(path=path, agents=agents, active=active, active_rounds=active_rounds, missing=missing, **columns)
+    data.ties = _last_ties(path, len(agents), missing)
+    return data
+
+
+def _read_rounds(path: Path, missing: list[str]) -> tuple[list[str], np.ndarray | None, np.ndarray]:
+    if not path.is_file():
+        missing.append(layout.ROUNDS)
+        return [], None, np.zeros(0, np.int64)
+    header, rows = read_csv(path, errors="replace")
+    need = ("round", "agent", *ACTIVE_COLUMNS)
+    absent = [c for c in need if c not in header]
+    if absent:
+        raise ValueError(f"{path} lacks the column(s) {', '.join(absent)}: not a {layout.ROUNDS} socialgym wrote")
+    col = {c: header.index(c) for c in need}
+    rows = [r for r in rows if len(r) >= len(header)]
+    agents = sorted({r[col["agent"]] for r in rows}, key=_agent_order)
+    rounds = sorted({int(r[col["round"]]) for r in rows if r[col["round"]].isdigit()})
+    if not rounds:
+        return agents, None, np.zeros(0, np.int64)
+    a_index, r_index = {a: i for i, a in enumerate(agents)}, {r: i for i, r in enumerate(rounds)}
+    active = np.zeros((len(rounds), len(agents)), bool)
+    for r in rows:
+        if not r[col["round"]].isdigit():
+            continue
+        acted = sum(_count(r[col[c]]) for c in ACTIVE_COLUMNS) > 0
+        active[r_index[int(r[col["round"]])], a_index[r[col["agent"]]]] |= acted
+    return agents, active, np.asarray(rounds, np.int64)
+
+
+def _read_events(path: Path, index: dict[str, int], agents: list[str], missing: list[str]) -> dict:
+    rows: list[tuple] = []
+    votes: list[tuple[int, int]] = []
+    if not path.is_file():
+        missing.append(layout.EVENTS)
+    else:
+        for event, _ in read_jsonl(path):
+            if event is None:
+                continue
+            kind = event.get("kind")
+            if kind in CONTENT_KINDS:
+                rows.append((CONTENT_KINDS.index(kind), _int(event.get("id")), _agent(event.get("sender"), index, agents),
+                             _agent(event.get("recipient"), index, agents), _int(event.get("target_id")),
+                             str(event.get("topic", "")), _float(event.get("sentiment")), _int(event.get("round"), 0)))
+            elif kind == "VOTE":
+                votes.append((_int(event.get("id")), _int(event.get("value"), 0)))
+    kinds, ids, send, recv, target, topic, sent, rnd = (list(c) for c in zip(*rows)) if rows else ([],) * 8
+    vote_item, vote_value = (list(c) for c in zip(*votes)) if votes else ([], [])
+    return dict(kind=np.asarray(kinds, np.int64), content_id=np.asarray(ids, np.int64),
+                sender=np.asarray(send, np.int64), recipient=np.asarray(recv, np.int64),
+                target=np.asarray(target, np.int64), topic=np.asarray(topic, dtype=object),
+                sentiment=np.asarray(sent, np.float64), round=np.asarray(rnd, np.int64), vote_item=np.asarray(vote_item, np.int64),
+                vote_value=np.asarray(vote_value, np.int64))
+
+
+def _agent(value: Any, index: dict[str, int], agents: list[str]) -> int:
+    """Index of an agent id; an agent seen only in events.jsonl (no rounds.csv) is added."""
+    if value is None:
+        return -1
+    name = str(value)
+    if name not in index:
+        index[name] = len(agents)
+        agents.append(name)
+    return index[name]
+
+
+def _last_ties(path: Path, n_agents: int, missing: list[str]):
+    files = layout.tie_files(path)
+    if not files:
+        missing.append(layout.TIES)
+        return None
+    import scipy.sparse as sp
+    last = files[max(files)]
+    try:
+        W = sp.load_npz(last).tocsr()
+    except Exception as exc:                 # a truncated or foreign file: say which
+        raise ValueError(f"could not read the tie matrix {last}: {exc}") from None
+    if W.ndim != 2 or W.shape[0] != W.shape[1] or (n_agents and W.shape[0] != n_agents):
+        raise ValueError(f"{last} has shape {W.shape}, expected ({n_agents}, {n_agents}) for this run's agents")
+    return W
+
+
+def _agent_order(name: str) -> tuple:
+    """agent_2 before agent_10; other names after, in text order."""
+    head, _, tail = name.rpartition("_")
+    return (0, head, int(tail), "") if tail.isdigit() else (1, "", 0, name)
+
+
+def _int(value: Any, default: int = -1) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
+
+
+def _count(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return 0.0
