@@ -101,9 +101,22 @@ def test_small_calibration_end_to_end_and_resume(tmp_path, capsys):
     assert again["trials_complete"] >= 5
     # a resume with other targets is refused
     other = _write(tmp_path / "other.yaml", {"facts": {"clustering": "reference"}})
-    with pytest.raises(ConfigError, match="another config, targets or parameters"):
+    with pytest.raises(ConfigError, match="another config, targets, parameters or --seeds"):
         calibrate(config, other, out, trials=5, minutes=1, seeds=1, workers=1)
+    with pytest.raises(ConfigError, match="another config, targets, parameters or --seeds"):
+        calibrate(config, targets, out, trials=5, minutes=1, seeds=2, workers=1)
+    key = (out / layout.SEARCH_KEY).read_text()
+    assert "social_users" not in key and "config_sha256" in key             # digests, not the config
     capsys.readouterr()
+
+
+def test_two_workers_share_the_journal(tmp_path):
+    # spawned worker processes write to one journal; a seed in the config stays out of the population
+    config = _write(tmp_path / "pop.yaml", {**SMALL, "policy": {"kind": "social_users", "params": {"seed": 5}}})
+    targets = _write(tmp_path / "t.yaml", {"facts": {"reciprocity": "reference"}, "params": ["activity"]})
+    result = calibrate(config, targets, tmp_path / "cal", trials=4, minutes=3, seeds=1, eval_seeds=1, workers=2)
+    assert result["trials_complete"] >= 4
+    assert "seed" not in load_population(result["population"])
 
 
 def test_a_search_interrupted_mid_trial_resumes(tmp_path):
@@ -133,3 +146,6 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["calibrate", str(config), "--targets", str(targets), "--out", str(tmp_path / "c"),
                  "--trials", "0"]) == 2
     assert "--trials must be a positive integer" in capsys.readouterr().err
+    assert main(["calibrate", str(config), "--targets", str(targets), "--out", str(tmp_path / "c"),
+                 "--workers", "0"]) == 2
+    assert "--workers must be a positive integer" in capsys.readouterr().err

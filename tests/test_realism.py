@@ -95,9 +95,9 @@ def test_vote_concentration_on_hand_made_run(tmp_path):
 
 
 def test_reciprocity_on_hand_made_run(tmp_path):
-    # directed: 1->0 (COM 4, DM 7), 2->1, 0->1 (COM 6, DM 8), 3->2 (twice), 1->2.
-    # pairs {0,1} both ways, {1,2} both ways, {2,3} one way -> 2 / 3
-    assert _value(small_run(tmp_path), "reciprocity") == pytest.approx(2 / 3)
+    # directed edges: 1->0 (COM 4, DM 7), 2->1, 0->1 (COM 6, DM 8), 3->2 (twice), 1->2: five edges;
+    # 1->0, 0->1, 2->1 and 1->2 have their reverse, 3->2 has not -> 4 / 5
+    assert _value(small_run(tmp_path), "reciprocity") == pytest.approx(0.8)
 
 
 def test_clustering_on_hand_made_run(tmp_path):
@@ -213,13 +213,17 @@ def test_gini_by_hand():
 
 
 def test_reciprocity_and_assortativity_by_hand():
-    assert reciprocity([0, 1, 2], [1, 0, 0]) == pytest.approx(0.5)         # {0,1} both, {0,2} one
+    assert reciprocity([0, 1, 2], [1, 0, 0]) == pytest.approx(2 / 3)       # 0->1, 1->0 returned; 2->0 not
     assert math.isnan(reciprocity([0], [0]))                             # a self-interaction only
     with pytest.raises(ValueError, match="same length"):
         reciprocity([0, 1], [1])
     assert group_assortativity([[0, 1], [2, 3]], ["a", "a", "b", "b"]) == pytest.approx(1.0)
     # every edge across: e_ab = e_ba = 1/2, a_a = a_b = 1/2: (0 - 1/2) / (1 - 1/2) = -1
     assert group_assortativity([[0, 2], [1, 3]], ["a", "a", "b", "b"]) == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match=r"\(m, 2\)"):
+        group_assortativity([[0, 1, 2]], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="must index the 2 labels"):
+        group_assortativity([[0, 5]], ["a", "b"])
 
 
 def test_a_narrow_sample_has_no_heavy_tail_and_fails():
@@ -250,11 +254,14 @@ def test_interval_and_verdict_over_runs(tmp_path):
     run = small_run(tmp_path)
     card = scorecard([run, run, run])
     s = card.score("reciprocity")
-    assert s.values == (pytest.approx(2 / 3),) * 3
-    assert s.interval == (pytest.approx(2 / 3), pytest.approx(2 / 3))     # no spread between runs
+    assert s.values == (pytest.approx(0.8),) * 3
+    assert s.interval == (pytest.approx(0.8), pytest.approx(0.8))         # no spread between runs
     assert scorecard([run]).score("reciprocity").interval is None           # one run: no interval
-    lo, hi = s.fact.band
-    assert s.verdict == ("pass" if lo <= 2 / 3 <= hi else "fail")
+    assert s.fact.band == (0.02, 0.3) and s.verdict == "fail"               # 0.8 is above the band
+    assert card.score("clustering").verdict == "fail"                       # 7/9 > 0.35
+    assert card.score("thread_depth").verdict == "fail"                     # 0.75 < 0.9
+    assert card.score("giant_component").verdict == "pass"                  # 1.0 in [0.95, 1]
+    assert card.score("posts_tail").verdict == "not measurable"
 
 
 def test_band_distance_by_hand():
@@ -262,6 +269,28 @@ def test_band_distance_by_hand():
     assert band_distance(1.0, (0.2, 0.6)) == pytest.approx(1.0)           # 0.4 past the end / width 0.4
     assert band_distance(-0.5, (0.0, math.inf)) == pytest.approx(0.5)
     assert math.isnan(band_distance(math.nan, (0, 1)))
+
+
+def test_agent_order_comes_from_the_summary(tmp_path):
+    # the tie matrix's rows follow summary.json's agents; rounds.csv lists them in another order
+    run = small_run(tmp_path)
+    (run / layout.SUMMARY).write_text(json.dumps({"agents": ["agent_3", "agent_2", "agent_1", "agent_0"]}))
+    data = load_run_data(run)
+    assert data.agents == ["agent_3", "agent_2", "agent_1", "agent_0"]
+    assert data.main_topics().tolist() == ["", "y", "x", "x"]
+
+
+def test_comments_without_target_and_injected_posts(tmp_path):
+    run = small_run(tmp_path)
+    with (run / layout.EVENTS).open("a") as f:
+        f.write(json.dumps({"round": 2, "kind": "INTERVENTION", "intervention": "post", "id": 12,
+                            "author": "agent_3", "topic": "z", "text": "injected", "sentiment": 0.0}) + "\n")
+        f.write(json.dumps(_content("COM", 13, "agent_0", "agent_3", 12, rnd=2)) + "\n")
+        f.write(json.dumps(_content("COM", 14, "agent_0", "agent_3", None, rnd=2)) + "\n")
+    data = load_run_data(run)
+    assert 12 in data.content_id[data.of_kind("POST")].tolist()             # the injected post counts
+    assert 14 not in data.content_id.tolist()
+    assert any("COM without target_id" in m for m in data.missing)
 
 
 def test_missing_files_are_named_not_guessed(tmp_path):
@@ -287,10 +316,10 @@ def test_validate_command(tmp_path, capsys):
     run = small_run(tmp_path)
     assert main(["validate", str(run), "--out", str(tmp_path / "card")]) == 0
     out = capsys.readouterr().out
-    assert "| Reciprocity" in out or "reciprocity" in out.lower()
+    assert "| Reciprocity of the interaction graph | 0.8 (1 run) | 0.02 – 0.3 | **fail** |" in out
     data = json.loads((tmp_path / "card" / "realism.json").read_text())
     assert {f["key"] for f in data["facts"]} == {f.key for f in FACTS}
-    assert data["facts"][[f["key"] for f in data["facts"]].index("reciprocity")]["mean"] == pytest.approx(2 / 3)
+    assert data["facts"][[f["key"] for f in data["facts"]].index("reciprocity")]["mean"] == pytest.approx(0.8)
     assert main(["validate", str(tmp_path / "nothing")]) == 2
     assert "not a directory" in capsys.readouterr().err
 

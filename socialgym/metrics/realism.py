@@ -44,7 +44,8 @@ def tail_exponent(values: Any, min_span: float = 10.0) -> float:
 
     ``inf`` when the fitted tail spans less than ``min_span`` (largest value < min_span x x_min):
     values packed in a narrow range have no heavy tail, and the fit's alpha means nothing there.
-    NaN with fewer than ``MIN_TAIL_VALUES`` positive values or fewer than 3 distinct ones."""
+    NaN with fewer than ``MIN_TAIL_VALUES`` positive values or fewer than 3 distinct ones, or
+    when fewer than ``MIN_TAIL_VALUES`` of them lie in the fitted tail (x >= x_min)."""
     x = np.asarray(values, dtype=np.float64).ravel()
     x = x[np.isfinite(x) & (x > 0)]
     if x.size < MIN_TAIL_VALUES or np.unique(x).size < 3:
@@ -60,13 +61,16 @@ def tail_exponent(values: Any, min_span: float = 10.0) -> float:
         alpha, xmin = float(fit.power_law.alpha), float(fit.xmin)
     if x.max() < min_span * xmin:
         return math.inf
+    if np.count_nonzero(x >= xmin) < MIN_TAIL_VALUES:      # a tail of a handful of values says little
+        return math.nan
     return alpha if math.isfinite(alpha) else math.nan
 
 
 def reciprocity(sender: Any, recipient: Any) -> float:
-    """Share of connected pairs that are reciprocal: among unordered pairs {a, b} with at least
-    one directed interaction between them, the share with interactions both ways (Kwak et al.'s
-    measure on Twitter's follow graph). Self-interactions are left out; NaN without pairs."""
+    """Share of directed interaction edges whose reverse edge exists (KONECT's reciprocity): with
+    an edge a -> b wherever a interacted with b at least once, the share of edges a -> b for which
+    b -> a is an edge too. Self-interactions and negative indices are left out; NaN without
+    edges. (The share of connected *pairs* that are mutual, p, relates to it as 2p / (1 + p).)"""
     s, r = np.asarray(sender, np.int64).ravel(), np.asarray(recipient, np.int64).ravel()
     if s.shape != r.shape:
         raise ValueError(f"sender and recipient must have the same length, got {s.size} and {r.size}")
@@ -74,10 +78,10 @@ def reciprocity(sender: Any, recipient: Any) -> float:
     s, r = s[keep], r[keep]
     if s.size == 0:
         return math.nan
-    directed = np.unique(np.stack([s, r], axis=1), axis=0)
-    lo, hi = np.minimum(directed[:, 0], directed[:, 1]), np.maximum(directed[:, 0], directed[:, 1])
-    _, per_pair = np.unique(np.stack([lo, hi], axis=1), axis=0, return_counts=True)
-    return float(np.mean(per_pair == 2))
+    edges = np.unique(np.stack([s, r], axis=1), axis=0)
+    forward = edges[:, 0] * (int(edges.max()) + 1) + edges[:, 1]
+    backward = edges[:, 1] * (int(edges.max()) + 1) + edges[:, 0]
+    return float(np.isin(backward, forward).mean())
 
 
 def thread_roots(ids: Any, targets: Any) -> np.ndarray:
@@ -128,7 +132,7 @@ def negativity_trend(ids: Any, targets: Any, sentiment: Any, min_threads: int = 
     if sentiment.shape != ids.shape:
         raise ValueError(f"sentiment must have one value per item ({ids.size}), got {sentiment.size}")
     roots = thread_roots(ids, targets)
-    is_comment = (targets >= 0) & (roots >= 0)
+    is_comment = (targets >= 0) & (roots >= 0) & ~np.isnan(sentiment)     # a comment without a score says nothing
     threads, inverse = np.unique(roots[is_comment], return_inverse=True)
     if threads.size < min_threads:
         return math.nan
@@ -156,10 +160,15 @@ def group_assortativity(edges: Any, groups: Any) -> float:
     joining label i to label j (each undirected edge counted both ways). 1 = every edge inside
     a group, 0 = random mixing, < 0 = across groups. ``edges``: (m, 2) node indices;
     ``groups``: one label per node. NaN without edges or with one label among the edges."""
-    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    e = np.asarray(edges, np.int64)
     labels = np.asarray(groups, dtype=object)
     if e.size == 0:
         return math.nan
+    if e.ndim != 2 or e.shape[1] != 2:
+        raise ValueError(f"edges must be an (m, 2) array of node indices, got shape {e.shape}")
+    if labels.ndim != 1 or e.min() < 0 or e.max() >= len(labels):
+        raise ValueError(f"edges must index the {len(labels)} labels of groups (0..{len(labels) - 1}), "
+                         f"got indices {int(e.min())}..{int(e.max())}")
     _, codes = np.unique(labels.astype(str), return_inverse=True)
     a, b = codes[e[:, 0]], codes[e[:, 1]]
     k = int(codes.max()) + 1

@@ -17,7 +17,7 @@ import html
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -112,7 +112,7 @@ def scorecard(run_dirs: Iterable[str | Path], facts: Sequence[Fact] = FACTS) -> 
     if not paths:
         raise ValueError("the scorecard needs at least one run directory")
     data = [load_run_data(p) for p in paths]
-    notes = tuple(f"{d.path}: no {', '.join(d.missing)}" for d in data if d.missing)
+    notes = tuple(f"{d.path}: {'; '.join(d.missing)}" for d in data if d.missing)
     scores = tuple(FactScore(f, tuple(_measure(f, d) for d in data)) for f in facts)
     return Scorecard(tuple(str(p) for p in paths), scores, notes)
 
@@ -220,17 +220,26 @@ def realism_html(run_dirs: Sequence[str | Path], heading: str = "h2") -> str:
                 f"{html.escape(str(exc))}</p>")
 
 
-def conditions_html(conditions: Mapping[str, Sequence[str | Path]]) -> str:
-    """A study page's section: one scorecard per condition, over its replicates."""
+def conditions_html(runs: Iterable[tuple[str, str | Path]]) -> str:
+    """A study page's section: one scorecard per condition, over its replicates. ``runs``:
+    (condition label, run directory) pairs, in the order the conditions should appear."""
+    conditions: dict[str, list] = {}
+    for label, path in runs:
+        conditions.setdefault(label, []).append(path)
     parts = ["<h2>Realism scorecard</h2><p>Per condition, over its replicates (docs/realism.md).</p>"]
     for label, runs in conditions.items():
         parts.append(realism_html(list(runs), "h3").replace(">Realism scorecard<", f">{html.escape(label)}<", 1))
     return "".join(parts)
 
 
+def json_number(x: float):
+    """A value for JSON: None for NaN, "inf" / "-inf" for an infinite one (a tail without a
+    heavy tail), else the number."""
+    return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
 def as_json(card: Scorecard) -> dict[str, Any]:
-    def num(x: float):
-        return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    num = json_number
     return {"runs": list(card.runs), "counts": card.counts(), "notes": list(card.notes),
             "facts": [{"key": s.fact.key, "title": s.fact.title, "values": [num(v) for v in s.values],
                        "mean": num(s.mean), "interval": list(s.interval) if s.interval else None,

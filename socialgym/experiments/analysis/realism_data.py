@@ -16,7 +16,7 @@ import numpy as np
 
 from socialgym.platform.actions import ACTION_TYPES
 from socialgym.rundir import layout
-from socialgym.rundir.files import read_csv, read_jsonl
+from socialgym.rundir.files import read_csv, read_json, read_jsonl
 
 CONTENT_KINDS = ("POST", "COM", "DM")
 ACTIVE_COLUMNS = ("POST", "COM", "DM")
@@ -56,7 +56,7 @@ class RunData:
     def main_topics(self) -> np.ndarray:
         """Each agent's most frequent topic over its POSTs (ties: the first in name order);
         "" for an agent that never posted."""
-        posts = self.of_kind("POST")
+        posts = self.of_kind("POST") & (self.sender >= 0)
         out = np.full(self.n_agents, "", dtype=object)
         if not posts.any():
             return out
@@ -78,7 +78,7 @@ def load_run_data(run_dir: str | Path) -> RunData:
     if not rounds_path.is_file() and not events_path.is_file():
         raise FileNotFoundError(f"{path} is not a run directory: it has neither {layout.ROUNDS} nor {layout.EVENTS}")
     missing: list[str] = []
-    agents, active, active_rounds = _read_rounds(rounds_path, missing)
+    agents, active, active_rounds = _read_rounds(rounds_path, missing, _summary_agents(path))
     index = {a: i for i, a in enumerate(agents)}
     columns = _read_events(events_path, index, agents, missing)
     data = RunData(path=path, agents=agents, active=active, active_rounds=active_rounds, missing=missing, **columns)
@@ -86,9 +86,17 @@ def load_run_data(run_dir: str | Path) -> RunData:
     return data
 
 
-def _read_rounds(path: Path, missing: list[str]) -> tuple[list[str], np.ndarray | None, np.ndarray]:
+def _summary_agents(path: Path) -> list[str] | None:
+    """The agents in the env's order (the tie matrix's rows), from summary.json; None without it."""
+    summary = read_json(path / layout.SUMMARY, None, errors="ignore")
+    agents = summary.get("agents") if isinstance(summary, dict) else None
+    return [str(a) for a in agents] if isinstance(agents, list) and agents else None
+
+
+def _read_rounds(path: Path, missing: list[str], order: list[str] | None
+                 ) -> tuple[list[str], np.ndarray | None, np.ndarray]:
     if not path.is_file():
-        missing.append(layout.ROUNDS)
+        missing.append(f"no {layout.ROUNDS}")
         return [], None, np.zeros(0, np.int64)
     header, rows = read_csv(path, errors="replace")
     need = ("round", "agent", *ACTIVE_COLUMNS)
@@ -97,7 +105,10 @@ def _read_rounds(path: Path, missing: list[str]) -> tuple[list[str], np.ndarray 
         raise ValueError(f"{path} lacks the column(s) {', '.join(absent)}: not a {layout.ROUNDS} socialgym wrote")
     col = {c: header.index(c) for c in need}
     rows = [r for r in rows if len(r) >= len(header)]
-    agents = sorted({r[col["agent"]] for r in rows}, key=_agent_order)
+    seen = {r[col["agent"]] for r in rows}
+    # the env's order when summary.json gives it (agents it lacks go last), else agent_2 before agent_10
+    agents = [a for a in order if a in seen] + sorted(seen - set(order), key=_agent_order) if order \
+        else sorted(seen, key=_agent_order)
     rounds = sorted({int(r[col["round"]]) for r in rows if r[col["round"]].isdigit()})
     if not rounds:
         return agents, None, np.zeros(0, np.int64)
@@ -114,19 +125,27 @@ def _read_rounds(path: Path, missing: list[str]) -> tuple[list[str], np.ndarray 
 def _read_events(path: Path, index: dict[str, int], agents: list[str], missing: list[str]) -> dict:
     rows: list[tuple] = []
     votes: list[tuple[int, int]] = []
+    uncounted: dict[str, int] = {}
     if not path.is_file():
-        missing.append(layout.EVENTS)
+        missing.append(f"no {layout.EVENTS}")
     else:
         for event, _ in read_jsonl(path):
             if event is None:
                 continue
             kind = event.get("kind")
+            if kind == "INTERVENTION" and event.get("intervention") == "post":     # an injected POST
+                event = {**event, "kind": "POST", "sender": event.get("author")}
+                kind = "POST"
+            if kind == "COM" and _int(event.get("target_id")) < 0:
+                uncounted["COM without target_id"] = uncounted.get("COM without target_id", 0) + 1
+                continue
             if kind in CONTENT_KINDS:
                 rows.append((CONTENT_KINDS.index(kind), _int(event.get("id")), _agent(event.get("sender"), index, agents),
                              _agent(event.get("recipient"), index, agents), _int(event.get("target_id")),
                              str(event.get("topic", "")), _float(event.get("sentiment")), _int(event.get("round"), 0)))
             elif kind == "VOTE":
                 votes.append((_int(event.get("id")), _int(event.get("value"), 0)))
+    missing += [f"{n} {what} (left out)" for what, n in uncounted.items()]
     kinds, ids, send, recv, target, topic, sent, rnd = (list(c) for c in zip(*rows)) if rows else ([],) * 8
     vote_item, vote_value = (list(c) for c in zip(*votes)) if votes else ([], [])
     return dict(kind=np.asarray(kinds, np.int64), content_id=np.asarray(ids, np.int64),
@@ -150,7 +169,7 @@ def _agent(value: Any, index: dict[str, int], agents: list[str]) -> int:
 def _last_ties(path: Path, n_agents: int, missing: list[str]):
     files = layout.tie_files(path)
     if not files:
-        missing.append(layout.TIES)
+        missing.append(f"no {layout.TIES}")
         return None
     import scipy.sparse as sp
     last = files[max(files)]

@@ -30,6 +30,13 @@ TIE_THRESHOLD = 0.1
 """Tie graph: an undirected edge where (W + W^T)/2 >= 0.1, as ``socialgym.metrics.network_metrics``."""
 
 
+def in_band(value: float, band: tuple[float, float]) -> bool | None:
+    """The pass rule: ``low <= value <= high``; None for a value that could not be measured (NaN)."""
+    if math.isnan(value):
+        return None
+    return band[0] <= value <= band[1]
+
+
 @dataclass(frozen=True)
 class Reference:
     """One published value: what was measured, on which platform, by whom, and where."""
@@ -53,9 +60,7 @@ class Fact:
 
     def passes(self, value: float) -> bool | None:
         """The rule on a mean over runs; None when the value could not be measured."""
-        if math.isnan(value):
-            return None
-        return self.band[0] <= value <= self.band[1]
+        return in_band(value, self.band)
 
 
 # ---------------------------------------------------------------------------------- measures
@@ -226,11 +231,12 @@ FACTS: tuple[Fact, ...] = (
                     "MusicLab (48 songs, 14,341 participants)",
                     "Salganik, Dodds & Watts, Science 311:854 (2006)", "abstract and Fig. 1")), _votes_gini),
     Fact("reciprocity", "Reciprocity of the interaction graph",
-         "Among pairs of agents with at least one COM or DM between them (a COM goes to the replied item's "
-         "author), the share with interactions both ways.",
-         (0.02, 0.3), "Pass in 0.02 - 0.30: interaction networks measure 3.2 % (Twitter mentions) to 21.6 % "
-         "(Slashdot replies), widened a little; follow graphs (22 % on Twitter, 43 - 65 % among political users) "
-         "are a different graph and are listed for context.",
+         "With an edge a -> b wherever a commented on an item of b or sent b a DM, the share of edges whose "
+         "reverse edge exists (KONECT's measure).",
+         (0.02, 0.3), "Pass in 0.02 - 0.30: the same measure on interaction networks gives 3.2 % (Twitter "
+         "mentions) to 21.6 % (Slashdot replies), widened a little. The follow graphs' values (about 22 % on "
+         "Twitter; 43 - 65 % of connected pairs among political users) describe another graph and are listed "
+         "for context.",
          (_KONECT_TWITTER, _KONECT_SLASHDOT,
           Reference("about 22 % of connections reciprocal (reported in press coverage; the paper says 'low "
                     "reciprocity')", "Twitter follow graph, 2009",

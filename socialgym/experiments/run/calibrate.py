@@ -28,12 +28,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from socialgym.experiments.analysis.realism import (FactScore, Scorecard, band_distance, scorecard,
+from socialgym.experiments.analysis.realism import (FactScore, Scorecard, band_distance, json_number, scorecard,
                                                     write_scorecard)
-from socialgym.experiments.analysis.realism_facts import FACTS
+from socialgym.experiments.analysis.realism_facts import FACTS, in_band
 from socialgym.experiments.define.loading import load_config
 from socialgym.experiments.define.schema import ConfigError, ExperimentConfig, to_dict
 from socialgym.rundir import layout
+from socialgym.rundir.lock import writer_lock
 from socialgym.rundir.files import atomic_write, own_dir, write_json
 
 KIND = "social_users"
@@ -128,8 +129,10 @@ def with_params(cfg: ExperimentConfig, params: Mapping[str, Any], seed: int) -> 
     return load_config(raw)
 
 
-def score_params(cfg: ExperimentConfig, params: Mapping[str, Any], seeds: list[int], work: Path) -> Scorecard:
-    """Run the config with ``params`` on each seed (in ``work``, removed afterwards) and score."""
+def score_params(cfg: ExperimentConfig, params: Mapping[str, Any], seeds: list[int], work: Path,
+                 keys: Any = None) -> Scorecard:
+    """Run the config with ``params`` on each seed (in ``work``, removed afterwards) and score
+    the facts ``keys`` (all when None)."""
     from socialgym.experiments.run.runner import run_experiment
 
     dirs = []
@@ -139,17 +142,29 @@ def score_params(cfg: ExperimentConfig, params: Mapping[str, Any], seeds: list[i
             shutil.rmtree(out, ignore_errors=True)
             run_experiment(with_params(cfg, params, seed), out, progress=False)
             dirs.append(out)
-        return scorecard(dirs)
+        return scorecard(dirs, [f for f in FACTS if keys is None or f.key in keys])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------- the search
-def suggest(trial, tunable: Mapping[str, tuple], names: tuple[str, ...]) -> dict[str, Any]:
+def search_space(cfg: ExperimentConfig, tunable: Mapping[str, tuple], names: tuple[str, ...]) -> dict[str, tuple]:
+    """The ranges searched: ``tunable``'s, with ``interests_per_agent`` at most the number of the
+    config's topics (a larger value is invalid there)."""
+    from socialgym.config import FeedConfig
+
+    space = {name: tunable[name] for name in names}
+    if "interests_per_agent" in space:
+        low, high, log = space["interests_per_agent"]
+        n_topics = len(cfg.env.get("topics") or FeedConfig.topics)
+        space["interests_per_agent"] = (low, max(low, min(high, n_topics)), log)
+    return space
+
+
+def suggest(trial, space: Mapping[str, tuple]) -> dict[str, Any]:
     """One parameter set: integers where both ends of the range are integers."""
     out: dict[str, Any] = {}
-    for name in names:
-        low, high, log = tunable[name]
+    for name, (low, high, log) in space.items():
         if isinstance(low, int) and isinstance(high, int):
             out[name] = trial.suggest_int(name, low, high, log=bool(log))
         else:
@@ -165,13 +180,17 @@ def _storage(out: Path):
 
 
 def _study(out: Path, seed: int, worker: int = 0):
+    """The search, created or loaded. The sampler's seed moves on with the trials already in the
+    journal, so a resumed search does not draw its first random trials again."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=seed + worker, multivariate=True, constant_liar=True,
-                                         n_startup_trials=10)
-    return optuna.create_study(study_name=STUDY_NAME, storage=_storage(out), sampler=sampler,
-                               direction="minimize", load_if_exists=True)
+    storage = _storage(out)
+    study = optuna.create_study(study_name=STUDY_NAME, storage=storage, direction="minimize", load_if_exists=True)
+    done = len(study.get_trials(deepcopy=False))
+    study.sampler = optuna.samplers.TPESampler(seed=seed + worker + 7919 * done, multivariate=True,
+                                               constant_liar=True, n_startup_trials=10)
+    return study
 
 
 def _done(study) -> int:
@@ -191,13 +210,19 @@ def _worker(config_path: str, overrides: tuple[str, ...], bands: dict, names: tu
     cfg = load_config(config_path, list(overrides))
     out_path = Path(out)
     study = _study(out_path, seed, worker)
+    space = search_space(cfg, SocialUsers.TUNABLE, names)
 
     def objective(trial) -> float:
-        params = suggest(trial, SocialUsers.TUNABLE, names)
+        params = suggest(trial, space)
         start = time.monotonic()
-        card = score_params(cfg, params, list(range(seeds)), out_path / "trials" / f"trial_{trial.number:04d}")
+        work = out_path / "trials" / f"trial_{trial.number:04d}"
+        try:
+            card = score_params(cfg, params, list(range(seeds)), work, keys=bands)
+        except (ValueError, RuntimeError) as exc:     # a parameter set the run refuses: this trial fails
+            print(f"calibrate: trial {trial.number} failed: {exc}", flush=True)
+            raise RuntimeError(str(exc)) from None
         value = objective_value(card, bands)
-        trial.set_user_attr("facts", {k: _finite(card.score(k).mean) for k in bands})
+        trial.set_user_attr("facts", {k: json_number(card.score(k).mean) for k in bands})
         best = min(value, _best_value(study))
         print(f"calibrate: trial {trial.number}: objective {value:.3f}, best so far {best:.3f}, "
               f"{time.monotonic() - start:.1f} s ({_done(study)} of {trials} trials complete before it)", flush=True)
@@ -215,11 +240,6 @@ def _best_value(study) -> float:
         return float(study.best_value)
     except ValueError:                       # no complete trial yet
         return math.inf
-
-
-def _finite(x: float):
-    """A JSON number: None for NaN, "inf" for an infinite tail exponent."""
-    return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
 
 
 def _fail_stale(study) -> None:
@@ -241,8 +261,9 @@ def calibrate(config: str | Path, targets: str | Path, out: str | Path, *, trial
 
     try:
         import optuna  # noqa: F401
+        import powerlaw  # noqa: F401
     except ImportError:
-        raise ConfigError("calibrate needs Optuna: pip install 'socialgym[realism]'") from None
+        raise ConfigError("calibrate needs Optuna and powerlaw: pip install 'socialgym[realism]'") from None
     for label, value, low in (("trials", trials, 1), ("seeds", seeds, 1), ("eval_seeds", eval_seeds, 1)):
         if not isinstance(value, int) or value < low:
             raise ConfigError(f"calibrate: --{label.replace('_', '-')} must be a positive integer, got {value!r}")
@@ -250,39 +271,50 @@ def calibrate(config: str | Path, targets: str | Path, out: str | Path, *, trial
         raise ConfigError(f"calibrate: --minutes must be a number >= 0, got {minutes!r}")
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
         raise ConfigError(f"calibrate: --name must be letters, digits, '-', '_' or '.', got {name!r}")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ConfigError(f"calibrate: --workers must be a positive integer, got {workers!r}")
     cfg = load_config(config, list(overrides))
     tuned_groups(cfg)
+    _config_params(cfg)                       # a population set of these parameters can be written
     goal = read_targets(targets, SocialUsers.TUNABLE)
     out = own_dir(Path(out))
-    _check_same_search(out, config, targets, overrides, goal)
-    study = _study(out, seed)
-    _fail_stale(study)
-    n_workers = max(1, min(int(workers or os.cpu_count() or 1), trials))
-    args = (str(config), tuple(overrides), goal.bands, goal.params, str(out), seeds, trials,
-            time.time() + 60.0 * minutes, seed)
-    started = time.monotonic()
-    if n_workers == 1:
-        _worker(*args, 0)
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    with writer_lock(out, "calibrate"):      # one search per directory: a second would fail the first's trials
+        _check_same_search(out, config, targets, overrides, goal, seeds)
+        study = _study(out, seed)
+        _fail_stale(study)
+        n_workers = max(1, min(int(workers or os.cpu_count() or 1), trials))
+        args = (str(config), tuple(overrides), goal.bands, goal.params, str(out), seeds, trials,
+                time.time() + 60.0 * minutes, seed)
+        started = time.monotonic()
+        if n_workers == 1:
+            _worker(*args, 0)
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for future in [pool.submit(_worker, *args, w) for w in range(n_workers)]:
-                future.result()
-    search_seconds = time.monotonic() - started
-    return _finish(cfg, goal, out, study, name, eval_seeds, search_seconds)
+            with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                for future in [pool.submit(_worker, *args, w) for w in range(n_workers)]:
+                    future.result()
+        search_seconds = time.monotonic() - started
+        return _finish(cfg, goal, out, study, name, eval_seeds, search_seconds)
 
 
-def _check_same_search(out: Path, config, targets, overrides, goal: Targets) -> None:
-    """A resumed search must keep its config, targets and parameters (else the journal mixes two)."""
-    key = {"config": Path(config).read_text(encoding="utf-8"), "overrides": list(overrides),
+def _check_same_search(out: Path, config, targets, overrides, goal: Targets, seeds: int) -> None:
+    """A resumed search must keep its config, overrides, targets, parameters and seeds per trial
+    (else the journal mixes two searches). The config and overrides are kept as digests: they may
+    hold a key."""
+    import hashlib
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    key = {"config_sha256": digest(Path(config).read_text(encoding="utf-8")),
+           "overrides_sha256": digest("\n".join(overrides)), "seeds": seeds,
            "bands": {k: list(v) for k, v in goal.bands.items()}, "params": list(goal.params)}
     marker = out / layout.SEARCH_KEY
     if marker.is_file():
         if json.loads(marker.read_text(encoding="utf-8")) != key:
-            raise ConfigError(f"calibrate: {out} holds a search with another config, targets or parameters; "
-                              "give a new --out (or the same CONFIG and --targets to resume)")
+            raise ConfigError(f"calibrate: {out} holds a search with another config, targets, parameters or "
+                              "--seeds; give a new --out (or the same ones to resume)")
     else:
         write_json(marker, key)
 
@@ -316,21 +348,27 @@ def _finish(cfg, goal: Targets, out: Path, study, name: str, eval_seeds: int, se
 
 
 def _config_params(cfg: ExperimentConfig) -> dict:
-    """The first social_users group's own parameters, a named ``population`` resolved."""
-    from socialgym.baselines.social_users import load_population
+    """The first social_users group's behaviour parameters (a named ``population`` resolved; a
+    seed is the run's, not the population's), checked as a population set."""
+    from socialgym.baselines.social_users import check_population_params, load_population
+    from socialgym.recommenders.params import ParamError
 
     i = tuned_groups(cfg)[0]
     params = dict(cfg.policy.params if i < 0 else cfg.policy.groups[i].params)
     source = params.pop("population", None)
-    return {**(load_population(source) if source else {}), **params}
+    params.pop("seed", None)
+    try:
+        return check_population_params({**(load_population(source) if source else {}), **params})
+    except (ParamError, ValueError) as exc:
+        raise ConfigError(f"calibrate: the config's social_users parameters: {exc}") from None
 
 
 def _row(key: str, band, before: FactScore, after: FactScore) -> dict:
     def verdict(s: FactScore) -> str:
-        m = s.mean
-        return "not measurable" if math.isnan(m) else ("pass" if band[0] <= m <= band[1] else "fail")
-    return {"fact": key, "band": list(band), "before": _finite(before.mean), "before_verdict": verdict(before),
-            "after": _finite(after.mean), "after_verdict": verdict(after)}
+        ok = in_band(s.mean, band)
+        return "not measurable" if ok is None else ("pass" if ok else "fail")
+    return {"fact": key, "band": list(band), "before": json_number(before.mean), "before_verdict": verdict(before),
+            "after": json_number(after.mean), "after_verdict": verdict(after)}
 
 
 def calibration_markdown(result: Mapping[str, Any]) -> str:

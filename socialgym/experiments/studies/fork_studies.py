@@ -234,6 +234,7 @@ def _html(out: Path, spec: ForkStudy, manifest: dict, effects: list, verdicts: l
     compares = "".join(f'<li><a href="compare/{esc(p.name)}">{esc(p.name)}</a></li>'
                        for p in sorted((out / "compare").glob("*.md")))
     img = base64.b64encode(figure.read_bytes()).decode()
+    scorecards = conditions_html((job["condition_id"], out / job["out"]) for job in manifest["jobs"])
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
             "style-src 'unsafe-inline'\">"
@@ -245,15 +246,8 @@ def _html(out: Path, spec: ForkStudy, manifest: dict, effects: list, verdicts: l
             f"<h2>Branches</h2><img alt=\"branches\" src=\"data:image/png;base64,{img}\">"
             f"<h2>Effects</h2><table><tr><th>B - A</th><th>metric</th><th>from round</th><th>effect</th>"
             f"<th>95 % interval</th><th>pairs</th></tr>{erows}</table>"
-            f"<h2>Paired comparisons per round</h2><ul>{compares}</ul>{conditions_html(_by_condition(out, manifest))}"
+            f"<h2>Paired comparisons per round</h2><ul>{compares}</ul>{scorecards}"
             f"<h2>Runs</h2><ul>{links}</ul></body></html>\n")
-
-
-def _by_condition(out: Path, manifest: dict) -> dict[str, list[Path]]:
-    groups: dict[str, list[Path]] = {}
-    for job in manifest["jobs"]:
-        groups.setdefault(job["condition_id"], []).append(out / job["out"])
-    return groups
 
 
 def _json(value):

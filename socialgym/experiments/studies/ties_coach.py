@@ -343,6 +343,7 @@ def _captioned(fig, path: Path, caption: str) -> tuple[Path, str]:
 
 
 def _html(out: Path, runs: list[dict], verdicts, figures) -> str:
+    scorecards = conditions_html((r["condition_id"], r["path"]) for r in runs)
     rows = "".join(f"<tr><td>{html.escape(v.claim)}</td><td>{html.escape(v.statistic)}</td>"
                    f"<td><b>{v.verdict}</b></td></tr>" for v in verdicts)
     imgs = "".join(f'<figure><img alt="{html.escape(p.name)}" src="data:image/png;base64,'
@@ -358,14 +359,7 @@ def _html(out: Path, runs: list[dict], verdicts, figures) -> str:
             f"<h1>The core paper's study: coach x tie scoring</h1><p>{len(runs)} runs in {html.escape(str(out))}</p>"
             f"<h2>Claims</h2><table><tr><th>claim</th><th>statistic</th><th>verdict</th></tr>{rows}</table>"
             f"<p>Numbers and rules: {layout.CLAIMS_MD}, {layout.CLAIMS_JSON}.</p><h2>Figures</h2>{imgs}"
-            f"{conditions_html(_by_condition(runs))}<h2>Runs</h2><ul>{links}</ul></body></html>\n")
-
-
-def _by_condition(runs: list[dict]) -> dict[str, list[Path]]:
-    groups: dict[str, list[Path]] = {}
-    for r in runs:
-        groups.setdefault(r["condition_id"], []).append(r["path"])
-    return groups
+            f"{scorecards}<h2>Runs</h2><ul>{links}</ul></body></html>\n")
 
 
 def _json(value: Any):
