@@ -144,7 +144,7 @@ def calibrate() -> dict:
     from socialgym.experiments.run.calibrate import calibrate as run_calibration
 
     started = time.perf_counter()
-    result = run_calibration(POPULATION, TARGETS, RUNS / "calibration", trials=400, minutes=CALIBRATION_MINUTES,
+    result = run_calibration(POPULATION, TARGETS, RUNS / "calibration", trials=100_000, minutes=CALIBRATION_MINUTES,
                              seeds=2, eval_seeds=3, name="realism-calibrated")
     BUNDLED.parent.mkdir(exist_ok=True)
     shutil.copyfile(result["population"], BUNDLED)

@@ -45,7 +45,9 @@ def test_the_misinformation_study_forks_three_branches(misinformation):
     info = json.loads((out / "study.json").read_text())
     assert info["model"] == "none (scripted agents)" and info["scale"] == "scripted"
     assert (out / "plots" / "branches.png").stat().st_size > 10_000
-    assert "<h2>Expectations</h2>" in (out / "study.html").read_text()
+    page = (out / "study.html").read_text()
+    assert "<h2>Expectations</h2>" in page
+    assert "<h2>Realism scorecard</h2>" in page and page.count("<h3>") == 3     # one per condition
 
 
 def test_the_effect_is_the_mean_over_pairs_of_each_pairs_mean_difference(misinformation):

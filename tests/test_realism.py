@@ -330,3 +330,19 @@ def test_written_files_agree(tmp_path):
     rows = list(csv.DictReader(paths["realism.csv"].open()))
     assert [r["fact"] for r in rows] == [f.key for f in FACTS]
     assert "Realism scorecard" in paths["realism.html"].read_text()
+
+
+def test_report_and_study_pages_carry_the_scorecard(tmp_path):
+    from socialgym.experiments import load_config, run_experiment
+    from socialgym.experiments.analysis.realism import conditions_html
+
+    cfg = load_config({"seed": 1, "env": {"n_agents": 12, "max_rounds": 4}, "policy": {"kind": "social_users"},
+                       "run": {"snapshots": False}})
+    run_experiment(cfg, tmp_path / "run", progress=False)
+    page = (tmp_path / "run" / layout.REPORT).read_text()
+    assert "<h2>Realism scorecard</h2>" in page
+    assert all(f">{f.title}<" in page for f in FACTS)
+    section = conditions_html([("control", tmp_path / "run"), ("treated", tmp_path / "run")])
+    assert section.count("<h3>") == 2 and "<h3>control</h3>" in section and "<h3>treated</h3>" in section
+    broken = conditions_html([("gone", tmp_path / "missing")])
+    assert "Not computed" in broken and "not a directory" in broken

@@ -76,6 +76,7 @@ def test_paper_scale_end_to_end_on_the_fake_server(tmp_path):
     assert len(sweep) == 1 + 4 * 10                       # 4 runs x 10 thresholds
     page = (out / "study.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and "report.html" in page
+    assert "<h2>Realism scorecard</h2>" in page and page.count("<h3>") == 4       # one per condition
 
 
 def test_study_resumes_after_sigkill_with_identical_outputs(tmp_path, monkeypatch):
