@@ -249,17 +249,7 @@ class SocialUsers(TopicUsers):
         return self.layout
 
     def _social_view(self, observations: dict[str, Any]) -> _SocialView:
-        agents = list(observations)
-        unknown = [a for a in agents if a not in self._row_of]
-        if unknown:
-            raise ValueError(f"SocialUsers has preferences for {self.n_agents} agents "
-                             f"({self.agent_ids[0]} .. {self.agent_ids[-1]}); unknown agent(s) {unknown[:5]}")
-        first = observations[agents[0]]
-        if not isinstance(first, dict) or "feed" not in first or "phase" not in first:
-            raise ValueError("SocialUsers reads observations with 'phase' and 'feed' (structured or numeric)")
-        phase = phase_name(first["phase"])
-        if any(phase_name(observations[a]["phase"]) != phase for a in agents):
-            raise ValueError("all observations of one call must be in the same phase")
+        agents, first, phase = self.check_batch(observations)
         if isinstance(first["feed"], list):
             return self._structured_view(observations, agents, phase)
         return self._numeric_dicts_view(observations)

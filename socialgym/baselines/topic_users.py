@@ -415,19 +415,26 @@ class TopicUsers:
             self._check_vocab(int(np.sum(obs["action_mask"][0][_TOPIC_FIELD])), "numeric")
         return self._numeric_view(np.arange(self.n_agents), phase, int(obs["round"]), items)
 
-    def _view_from_dicts(self, observations: dict[str, Any]) -> _View:
+    def check_batch(self, observations: dict[str, Any]) -> tuple[list, dict, str]:
+        """(agents, the first observation, the phase) of one call, after checking that every agent
+        is known, the observations have 'phase' and 'feed', and all share one phase."""
         agents = list(observations)
+        name = type(self).__name__
         unknown = [a for a in agents if a not in self._row_of]
         if unknown:
-            raise ValueError(f"TopicUsers has preferences for {self.n_agents} agents "
+            raise ValueError(f"{name} has preferences for {self.n_agents} agents "
                              f"({self.agent_ids[0]} .. {self.agent_ids[-1]}); unknown agent(s) {unknown[:5]}")
-        rows = np.fromiter((self._row_of[a] for a in agents), np.int64, len(agents))
         first = observations[agents[0]]
         if not isinstance(first, dict) or "feed" not in first or "phase" not in first:
-            raise ValueError("TopicUsers reads observations with 'phase' and 'feed' (structured or numeric)")
+            raise ValueError(f"{name} reads observations with 'phase' and 'feed' (structured or numeric)")
         phase = phase_name(first["phase"])
         if any(phase_name(observations[a]["phase"]) != phase for a in agents):
             raise ValueError("all observations of one call must be in the same phase")
+        return agents, first, phase
+
+    def _view_from_dicts(self, observations: dict[str, Any]) -> _View:
+        agents, first, phase = self.check_batch(observations)
+        rows = np.fromiter((self._row_of[a] for a in agents), np.int64, len(agents))
         rnd = int(first["round"])
         if isinstance(first["feed"], list):
             return self._structured_view(observations, agents, rows, phase, rnd)
