@@ -39,15 +39,28 @@ THETAS = tuple(round(0.05 * k, 2) for k in range(1, 11))
 """The post-hoc threshold sweep of the core paper's Figs. 3-4: theta = 0.05, 0.10, ..., 0.50."""
 
 
+LARGE_GRAPH = 5_000
+"""Above this many agents the exact all-pairs path average and the CNM partition take minutes
+(100,000 agents: over ten); ``network_metrics(..., large="sample")`` then samples."""
+SAMPLED_SOURCES = 500
+"""Sources of the sampled path average on a large graph (seeded)."""
+
+
 def network_metrics(W: Any, threshold: float = 0.1, groups: Sequence[Any] | None = None,
-                    *, max_path_sources: int | None = None, seed: int = 0) -> dict:
+                    *, max_path_sources: int | None = None, seed: int = 0, large: str = "exact") -> dict:
     """density, clustering, lcc_fraction, avg_shortest_path, modularity, homophily,
     degree_histogram, directed_density, directed_clustering (see ``docs/metrics.md``).
 
     ``max_path_sources``: for very large graphs, average shortest paths from this many sampled
-    sources (seeded) instead of all nodes; None = exact.
+    sources (seeded) instead of all nodes; None = exact. ``large="sample"``: on a graph of more
+    than ``LARGE_GRAPH`` nodes, ``SAMPLED_SOURCES`` path sources and the Louvain partition's
+    modularity (seeded) instead of the greedy CNM one (``large_graph`` in the result says so).
     """
     M = _as_sparse(W)
+    if large == "sample" and M.shape[0] > LARGE_GRAPH:
+        sources = SAMPLED_SOURCES if max_path_sources is None else min(max_path_sources, SAMPLED_SOURCES)
+        return {**_metrics(M, ((M + M.T) * 0.5).tocsr(), threshold, groups, sources, seed, float(M.sum()),
+                           _directed_clustering(M), louvain=True), "large_graph": True}
     return _metrics(M, ((M + M.T) * 0.5).tocsr(), threshold, groups, max_path_sources, seed,
                     float(M.sum()), _directed_clustering(M))
 
@@ -64,7 +77,7 @@ def theta_sweep(W: Any, thetas: Sequence[float] = THETAS, groups: Sequence[Any] 
 
 
 def _metrics(M: sp.csr_matrix, sym: sp.csr_matrix, threshold: float, groups, max_path_sources, seed,
-             total_weight: float, directed_clustering: float) -> dict:
+             total_weight: float, directed_clustering: float, louvain: bool = False) -> dict:
     n = M.shape[0]
     ud = sym.copy()
     ud.data[ud.data < threshold] = 0
@@ -87,7 +100,7 @@ def _metrics(M: sp.csr_matrix, sym: sp.csr_matrix, threshold: float, groups, max
         "clustering": float(nx.average_clustering(G)) if n else 0.0,
         "lcc_fraction": len(lcc_nodes) / n if n else 0.0,
         "avg_shortest_path": _avg_shortest_path(binary, lcc_nodes, max_path_sources, seed),
-        "modularity": _modularity(G, n_edges),
+        "modularity": _modularity(G, n_edges, seed if louvain else None),
         "homophily": None if groups is None else _homophily(ud, groups),
         "degree_histogram": np.bincount(degrees, minlength=1).tolist() if n else [],
         "directed_density": total_weight / (n * (n - 1)) if n > 1 else 0.0,
@@ -112,11 +125,15 @@ def _avg_shortest_path(binary: sp.csr_matrix, nodes: np.ndarray, max_sources: in
     return float(total / count) if count else 0.0
 
 
-def _modularity(G: nx.Graph, n_edges: int) -> float:
-    """Modularity of networkx's greedy (Clauset-Newman-Moore) partition; 0 without edges."""
+def _modularity(G: nx.Graph, n_edges: int, louvain_seed: int | None = None) -> float:
+    """Modularity of networkx's greedy (Clauset-Newman-Moore) partition, or with a seed of its
+    Louvain partition (large graphs); 0 without edges."""
     if n_edges == 0:
         return 0.0
-    communities = nx.community.greedy_modularity_communities(G)
+    if louvain_seed is not None:
+        communities = nx.community.louvain_communities(G, seed=louvain_seed)
+    else:
+        communities = nx.community.greedy_modularity_communities(G)
     return float(nx.community.modularity(G, communities))
 
 
