@@ -13,6 +13,7 @@
     socialgym interview DIR --agent agent_3 --round 10 "question" # ask a run's LLM agent (DIR unchanged)
     socialgym validate RUN_DIR... [--out DIR]                    # the realism scorecard of one or more runs
     socialgym calibrate CONFIG --targets FILE --out DIR          # fit the scripted population to the facts
+    socialgym distill RUN_DIR... --out model.pt [--report DIR]   # clone LLM agents into a cheap network
 
 Every failure a user can cause or meet prints one line, ``socialgym: error: ...``. Exit status:
 0 done; 1 a run finished with problems (summary.json's ``problems``, e.g. too many LLM
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
 
     commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
                 "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo, "estimate": _estimate,
-                "moderation": moderation.run_command, "validate": _validate, "calibrate": _calibrate}
+                "moderation": moderation.run_command, "validate": _validate, "calibrate": _calibrate,
+                "distill": _distill}
     try:
         return commands[args.command](args)
     except (ConfigError, RunError, LLMFatalError, CheckpointError, RunDirError) as exc:
@@ -98,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study_command(sub)
     _add_branch_commands(sub)
     _add_realism_commands(sub)
+    _add_distill_command(sub)
     p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
                            description=moderation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     moderation.add_arguments(p_mod)
@@ -223,6 +226,40 @@ def _add_realism_commands(sub) -> None:
     p_cal.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     p_cal.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config key, as for run (repeatable)")
+
+
+def _add_distill_command(sub) -> None:
+    p = sub.add_parser("distill", help="behaviour-clone the LLM agents of runs logged with logging.decisions "
+                                       "into a network (a distilled policy group), with a fidelity report")
+    p.add_argument("dirs", nargs="+", metavar="RUN_DIR", help="runs with decision logs; the last --holdout are held out")
+    p.add_argument("--out", required=True, help="the model file to write (model.pt)")
+    p.add_argument("--holdout", type=int, default=1, help="runs held out for agreement and fidelity (default 1)")
+    p.add_argument("--report", default=None, help=f"write {layout.FIDELITY_MD} and {layout.FIDELITY_JSON} here, "
+                                                  "replaying each held-out run with the distilled policy")
+    p.add_argument("--epochs", type=int, default=None, help="training passes over the decisions")
+    p.add_argument("--hidden", type=int, default=None, help="width of the network's hidden layers")
+    p.add_argument("--seed", type=int, default=0, help="the training seed")
+
+
+def _distill(args) -> int:
+    import dataclasses
+
+    try:
+        from socialgym.baselines.distill import Args
+    except ImportError as exc:
+        return _fail(exc, EXIT_USAGE)
+    from socialgym.experiments.analysis.fidelity import fidelity_markdown
+    from socialgym.experiments.run.distill import distill, summary_line
+
+    given = {k: getattr(args, k) for k in ("epochs", "hidden") if getattr(args, k) is not None}
+    for k, v in given.items():
+        if v < 1:
+            return _fail(f"--{k} must be a positive integer, got {v}", EXIT_USAGE)
+    result = distill(args.dirs, args.out, holdout=args.holdout, report=args.report,
+                     args=dataclasses.replace(Args(seed=args.seed), **given))
+    print(fidelity_markdown(result))
+    print(summary_line(result))
+    return 0
 
 
 def _validate(args) -> int:

@@ -39,6 +39,9 @@ SNAPSHOTS = "snapshots"
 """Folder of the checkpoint after each round (``snapshots/round_NNNN.pkl``), for forks and interviews."""
 TIES = "ties"
 """Folder of the tie matrix after each round (``ties/round_NNNN.npz``)."""
+DECISIONS = "decisions"
+"""Runs with ``logging.decisions``: folder of each round's logged decisions (``decisions/round_NNNN.npz``:
+numeric observations, the structured choices in the numeric encoding), what ``socialgym distill`` learns from."""
 PLOTS = "plots"
 REPORT = "report.html"
 VIEWER = "viewer.html"
@@ -77,6 +80,12 @@ SEARCH_LOG, SEARCH_KEY = "search.log", "search.json"
 """``socialgym calibrate``: the Optuna journal the search resumes from, and what it searches
 (config, targets, parameters: a resume must keep them)."""
 
+# ---------------------------------------------------------------------------------- distillation
+FIDELITY_MD, FIDELITY_JSON = "fidelity.md", "fidelity.json"
+"""``socialgym distill --report DIR``: distilled against LLM agents on held-out runs."""
+REPLAYS = "replays"
+"""``socialgym distill --report DIR``: folder of the held-out runs replayed with the distilled policy."""
+
 # ---------------------------------------------------------------------------------- a moderation experiment
 DISCUSSIONS = "discussions.jsonl"
 
@@ -114,6 +123,11 @@ def snapshot_path(run: Path, round: int) -> Path:
     return Path(run) / SNAPSHOTS / f"round_{int(round):04d}.pkl"
 
 
+def decision_path(run: Path, round: int) -> Path:
+    """The decisions logged in ``round``."""
+    return Path(run) / DECISIONS / f"round_{int(round):04d}.npz"
+
+
 def _numbered(folder: Path, suffix: str) -> dict[int, Path]:
     found = {}
     for path in folder.glob(f"round_*{suffix}"):
@@ -126,6 +140,11 @@ def _numbered(folder: Path, suffix: str) -> dict[int, Path]:
 def tie_files(run: Path) -> dict[int, Path]:
     """round -> tie matrix file, in round order (files not named ``round_NNNN.npz`` left out)."""
     return _numbered(Path(run) / TIES, ".npz")
+
+
+def decision_files(run: Path) -> dict[int, Path]:
+    """round -> logged decisions, in round order."""
+    return _numbered(Path(run) / DECISIONS, ".npz")
 
 
 def snapshot_files(run: Path) -> dict[int, Path]:

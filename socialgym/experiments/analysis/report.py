@@ -27,6 +27,7 @@ import numpy as np
 from socialgym.rundir.files import atomic_write, own_dir, read_csv, read_jsonl, to_float
 from socialgym.experiments.analysis.plotting import figure, save
 from socialgym.experiments.analysis.realism import realism_html
+from socialgym.experiments.analysis.tiers import tiers_html
 from socialgym.rundir import layout, read_run_info, survey_means
 from socialgym.rundir.layout import REWARD_COLUMNS
 
@@ -610,6 +611,7 @@ def _html(run: _LoadedRun, figures: list[tuple[Path, str]]) -> str:
         parts.append(f'<figure><img src="{_data_uri(path)}" alt="{html.escape(path.name)}">'
                      f"<figcaption><b>{html.escape(path.name)}</b>: {html.escape(caption)}"
                      "</figcaption></figure>")
+    parts.append(tiers_html(run.path))
     parts.append(realism_html([run.path]))
     personas = _personas_table(run.path / layout.PERSONAS)
     if personas:

@@ -45,10 +45,12 @@ from socialgym.agents.persona import PERSONA_SETS
 from socialgym.config import MAX_AGENTS, FeedConfig
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- documented in loading
 from socialgym.platform.validation import is_int, show, utf8_problem
+from socialgym.rundir.decisions import DECISION_MODES
 from socialgym.experiments.define.forks import fork_changes, inline_key
 from socialgym.experiments.define.schedule import RESERVED_TARGETS
 from socialgym.experiments.define.schema import (ConfigError, cut_text, EndpointConfig, ENV_GROUPS, ENV_RESERVED,
-                                                 ExperimentConfig, freeze, FrozenDict, LLMConfig, LoggingConfig,
+                                                 ExperimentConfig, freeze, FrozenDict, kind_of_tier, LLMConfig,
+                                                 LoggingConfig,
                                                  MAX_CONFIG_BYTES, MAX_ENDPOINTS,
                                                  MAX_SEED, MAX_STRING_CHARS, MAX_SWEEP_CELLS, MAX_YAML_ALIASES,
                                                  MAX_YAML_DEPTH, MAX_YAML_NODES, one_line, PersonaConfig,
@@ -577,6 +579,12 @@ def _policy(raw: Any) -> PolicyConfig:
         for i, g in enumerate(groups_raw):
             if not isinstance(g, Mapping):
                 raise ConfigError(f"policy.groups[{i}] must be a mapping, got {show(g)}")
+            g = dict(g)
+            if "policy" in g:               # the tier (docs/hybrid.md): the kind it stands for
+                try:
+                    g["kind"] = kind_of_tier(g.pop("policy"), g.get("kind"))
+                except ValueError as exc:
+                    raise ConfigError(f"policy.groups[{i}].policy {exc}") from None
             g = {"kind": policy.kind, "params": policy.params, **g}
             if "coach" not in g:         # the default coach setting applies to LLM groups only
                 g["coach"] = policy.coach and g["kind"] == "llm"
@@ -623,6 +631,8 @@ def _logging(raw: Any) -> LoggingConfig:
     raw = dict(raw)
     wandb = raw.pop("wandb", None)
     out = _section("logging", LoggingConfig, raw)
+    if out.decisions not in DECISION_MODES:
+        raise ConfigError(f"logging.decisions must be one of {', '.join(DECISION_MODES)}, got {show(out.decisions)}")
     if wandb is not None:
         out = dataclasses.replace(out, wandb=wandb_section(wandb))
     return out

@@ -21,7 +21,62 @@ from socialgym.llm.sanitize import drop_secrets
 from socialgym.rundir.files import atomic_write
 from socialgym.recommenders.params import PARAM_LIMITS  # noqa: F401 -- the limits recommenders obey, re-exported
 
-POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users", "social_users")
+POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users", "social_users", "archetype", "distilled")
+SCRIPTED_KINDS = ("random", "greedy", "topic_users", "social_users")
+TIERS = ("llm", "archetype", "distilled", "trained", "scripted")
+"""A group's ``policy:`` in YAML: how its agents decide (docs/hybrid.md). ``trained`` is kind ``torch``;
+``scripted`` is ``social_users`` unless the group's ``kind`` names another of ``SCRIPTED_KINDS``."""
+LLM_CLIENT_KINDS = ("llm", "archetype")
+"""Policy kinds whose agents need the run's LLM client."""
+
+
+def tier_of(kind: str) -> str:
+    """The tier (``TIERS``) of a policy kind."""
+    if kind in ("llm", "archetype", "distilled"):
+        return kind
+    return "trained" if kind == "torch" else "scripted"
+
+
+def kind_of_tier(tier: str, kind: str | None) -> str:
+    """The kind a group's ``policy:`` tier (and ``kind:``, when given too) stands for; ValueError
+    when the two disagree or the tier is unknown."""
+    if tier not in TIERS:
+        raise ValueError(f"must be one of {', '.join(TIERS)}, got {tier!r}")
+    if tier == "scripted":
+        if kind is not None and kind not in SCRIPTED_KINDS:
+            raise ValueError(f"is scripted but kind is {kind!r} (scripted kinds: {', '.join(SCRIPTED_KINDS)})")
+        return kind or "social_users"
+    wanted = "torch" if tier == "trained" else tier
+    if kind is not None and kind != wanted:
+        raise ValueError(f"is {tier} but kind is {kind!r} ({tier} means kind {wanted})")
+    return wanted
+
+
+def group_counts(groups, n: int) -> list[int]:
+    """Each group's number of agents: ``agents`` as given, ``share`` of ``n`` (rounded; when no
+    group takes the rest, by largest remainders so that the counts add up to ``n``), and the rest
+    to the one group with neither. ValueError when that cannot add up to ``n``."""
+    counts = [g.agents for g in groups]
+    shares = [i for i, g in enumerate(groups) if g.agents is None and g.share is not None]
+    rest = [i for i, g in enumerate(groups) if g.agents is None and g.share is None]
+    fixed = sum(c for c in counts if c is not None)
+    if rest:
+        for i in shares:
+            counts[i] = max(1, int(groups[i].share * n + 0.5))       # half up
+        counts[rest[0]] = n - fixed - sum(counts[i] for i in shares)
+        return counts
+    if shares:
+        exact = [groups[i].share * n for i in shares]
+        floors = [int(x) for x in exact]
+        left = n - fixed - sum(floors)
+        if not 0 <= left <= len(shares):
+            raise ValueError(f"the shares ({', '.join(f'{groups[i].share:g}' for i in shares)}) of env.n_agents = {n} "
+                             f"and the counts ({fixed}) do not add up to {n}")
+        for j in sorted(range(len(shares)), key=lambda j: floors[j] - exact[j])[:left]:
+            floors[j] += 1
+        for i, c in zip(shares, floors):
+            counts[i] = c
+    return counts
 BACKENDS = ("local", "ray")
 WANDB_MODES = ("online", "offline", "disabled")
 
@@ -63,6 +118,7 @@ MAX_WORKERS = 1_024
 # numeric fields of the typed sections: (low, high, low is exclusive)
 RANGES: dict[str, tuple[float, float, bool]] = {
     "policy.groups[*].agents": (1, MAX_AGENTS, False),
+    "policy.groups[*].share": (0, 1, True),
     "llm.max_concurrency": (1, MAX_WORKERS, False),
     "llm.timeout": (0, 86_400, True),
     "llm.max_retries": (0, 100, False),
@@ -154,7 +210,9 @@ class PolicyGroup:
     name: str
     kind: str = "greedy"
     agents: int | None = None
-    """How many agents; one group may leave it out and take the rest."""
+    """How many agents; one group may leave it and ``share`` out and take the rest."""
+    share: float | None = None
+    """Instead of ``agents``: this fraction of ``env.n_agents`` (``group_counts`` rounds)."""
     coach: bool = False
     """LLM groups only: the coach advises these agents (specification §8)."""
     lambdas: Any = None
@@ -276,6 +334,9 @@ class LoggingConfig:
     progress: bool = True
     report: bool = True
     """Build plots/ and report.html when the run completes."""
+    decisions: str = "none"
+    """decisions/round_0001.npz, ...: what agents saw and chose, for ``socialgym distill``: ``none``,
+    ``llm`` (the agents of llm and archetype groups) or ``all``."""
 
 
 @dataclass(frozen=True)
@@ -324,17 +385,15 @@ class ExperimentConfig:
 
     # ------------------------------------------------------------------ derived
     def uses_llm(self) -> bool:
-        return any(g.kind == "llm" for g in self.policy_groups()) or bool(self.llm and self.llm.tie_scorer)
+        return any(g.kind in LLM_CLIENT_KINDS for g in self.policy_groups()) or bool(self.llm and self.llm.tie_scorer)
 
     def policy_groups(self) -> tuple[PolicyGroup, ...]:
         """The groups with ``agents`` filled in (one implicit group when none are given)."""
         n = int(self.env.get("n_agents", FeedConfig.n_agents))
         p = self.policy
-        groups = p.groups or (PolicyGroup("all", p.kind, n, p.coach, None, p.params),)
-        missing = [g for g in groups if g.agents is None]
-        taken = sum(g.agents for g in groups if g.agents is not None)
-        if missing:
-            groups = tuple(dataclasses.replace(g, agents=n - taken) if g.agents is None else g for g in groups)
+        groups = p.groups or (PolicyGroup("all", p.kind, n, coach=p.coach, params=p.params),)
+        if any(g.agents is None for g in groups):
+            groups = tuple(dataclasses.replace(g, agents=c) for g, c in zip(groups, group_counts(groups, n)))
         return groups
 
     def default_model(self) -> str | None:

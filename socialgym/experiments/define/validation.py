@@ -17,7 +17,7 @@ from socialgym.config import FeedConfig
 from socialgym.platform.validation import is_int, show
 from socialgym.experiments.define.schema import (BACKENDS, ConfigError, ENV_GROUPS, ExperimentConfig,
                                                  LLM_PARAMS_RESERVED, MAX_JOBS, MAX_SEED, POLICY_KINDS,
-                                                 STRUCTURED_MODES, thaw)
+                                                 STRUCTURED_MODES, group_counts, thaw)
 
 def check_sections(cfg: ExperimentConfig) -> None:
     """Cross-section rules."""
@@ -35,11 +35,15 @@ def check_sections(cfg: ExperimentConfig) -> None:
         if len(set(names)) != len(names):
             twice = sorted({x for x in names if names.count(x) > 1})
             raise ConfigError(f"policy.groups: names must be unique, {show(twice)} appear more than once")
-        if sum(g.agents is None for g in p.groups) > 1:
-            raise ConfigError("policy.groups: at most one group may leave out 'agents' (it takes the rest)")
+        if sum(g.agents is None and g.share is None for g in p.groups) > 1:
+            raise ConfigError("policy.groups: at most one group may leave out both 'agents' and 'share' "
+                              "(it takes the rest)")
         for i, g in enumerate(p.groups):
             if g.agents is not None and g.agents < 1:
                 raise ConfigError(f"policy.groups[{i}].agents must be >= 1, got {g.agents}")
+            if g.agents is not None and g.share is not None:
+                raise ConfigError(f"policy.groups[{i}]: give 'agents' (a count) or 'share' (a fraction of "
+                                  "env.n_agents), not both")
             if g.coach and g.kind != "llm":
                 raise ConfigError(f"policy.groups[{i}].coach: only llm agents can be coached")
             if g.lambdas is not None:
@@ -47,10 +51,15 @@ def check_sections(cfg: ExperimentConfig) -> None:
                     FeedConfig.from_kwargs(n_agents=2, lambdas=g.lambdas)
                 except (TypeError, ValueError) as exc:
                     raise ConfigError(f"policy.groups[{i}].lambdas: {exc}") from None
+        try:
+            counts = group_counts(p.groups, n)
+        except ValueError as exc:
+            raise ConfigError(f"policy.groups: {exc}") from None
         taken = sum(g.agents or 0 for g in p.groups)
-        if (taken != n and all(g.agents is not None for g in p.groups)) or taken > n \
-                or (taken == n and any(g.agents is None for g in p.groups)):
-            raise ConfigError(f"policy.groups: the groups' agents must add up to env.n_agents = {n}, got {taken}")
+        if sum(counts) != n or min(counts) < 1:
+            got = f"{taken}" if all(g.share is None for g in p.groups) else f"counts {counts}"
+            raise ConfigError(f"policy.groups: the groups' agents must add up to env.n_agents = {n}, "
+                              f"every group at least 1, got {got}")
     elif p.coach and p.kind != "llm":
         raise ConfigError("policy.coach: only llm agents can be coached (policy.kind is "
                           f"{show(p.kind)})")
@@ -199,13 +208,31 @@ def check_policy_params(cfg: ExperimentConfig) -> None:
             _check_topic_users(cfg, i, params, where)
         elif g.kind == "social_users":
             _check_social_users(cfg, params, where)
-        elif g.kind == "torch":
+        elif g.kind in ("torch", "distilled"):
             _check_torch(params, where)
+        elif g.kind == "archetype":
+            _check_archetype(params, where)
         elif g.kind == "llm":
             llm_params.update(params)
             llm_where = where
     if llm_params:
         _check_llm(llm_params, llm_where)
+
+
+def _check_archetype(params: dict, where: str) -> None:
+    from socialgym.agents.archetype import ArchetypePolicy
+    from socialgym.recommenders import ParamError
+
+    taken = [k for k in ("client", "personas") if k in params]
+    if taken:
+        raise ConfigError(f"{where}.{taken[0]}: set by the runner (the run's client and personas)")
+    try:
+        ArchetypePolicy.check_params(**params)
+    except ParamError as exc:
+        raise ConfigError(f"{where}.{_exc_text(exc)}") from None
+    except TypeError as exc:
+        allowed = ", ".join(k for k in inspect.signature(ArchetypePolicy).parameters if k not in ("client", "personas"))
+        raise ConfigError(f"{where}: {exc}; an archetype policy takes {allowed}") from None
 
 
 def _check_scripted(kind: str, params: dict, where: str) -> None:

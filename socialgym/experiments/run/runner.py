@@ -48,6 +48,7 @@ from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs
 from socialgym.experiments.run.servers import bind_groups, client_settings, listen, run_endpoints
 from socialgym.experiments.run.spending import BUDGET_STATUS, Progress, Spending, Stop, set_budget
 from socialgym.experiments.errors import RunError
+from socialgym.rundir.decisions import clear_decisions, decision_log
 from socialgym.rundir import (kind_of, layout, read_run_info, read_summary, was_started, write_personas, write_run_info,
                               write_summary, writer_lock)
 
@@ -56,6 +57,10 @@ CHECKPOINT_VERSION = 3      # 2: LLM agents with full memory (issue 14); 3: sign
 
 
 # ---------------------------------------------------------------------------------- public API
+NUMERIC_KINDS = ("torch", "distilled", "topic_users", "social_users")
+"""Policy kinds that read the numeric observation (the runner then builds the env with obs_format both)."""
+
+
 def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping | None = None,
                    replicate: int = 0, progress: bool | None = None) -> dict:
     """Run ``cfg`` (a single cell: its ``sweep`` section is ignored here, see ``sweep.py``) into
@@ -223,6 +228,7 @@ class _RunExecution:
         started = time.perf_counter() - state["seconds"]
         groups = _group_members(env, table)
         obs = state["obs"]
+        decisions = decision_log(env, table["kind"], cfg.logging.decisions)
         while env.agents:
             r = env.round
             state["stop"] = self.boundary(r, usage) if usage is not None else None
@@ -231,10 +237,12 @@ class _RunExecution:
             obs = self._intervene(env, obs, recorder, groups, policy, table, client)   # this round's
             if surveys is not None:
                 surveys.observe(env)                                  # what the round's feeds show
-            obs, _, _, _, _ = env.step(policy.act(obs))               # act phase
+            obs, _, _, _, _ = env.step(_act(policy, obs, decisions, env))      # act phase
             self._fault(r, "act")
-            obs, _, _, _, _ = env.step(policy.act(obs))               # vote phase
+            obs, _, _, _, _ = env.step(_act(policy, obs, decisions, env))      # vote phase
             rows, network, posts = recorder.record_round(env, usage)
+            if decisions is not None:
+                decisions.write(self.out, r)
             if surveys is not None and surveys.due(r, env.config.max_rounds):
                 recorder.record_survey(*surveys.administer(r, env, policy, client))
             recorder.record_fallbacks(usage)                          # with their reasons
@@ -295,6 +303,7 @@ class _RunExecution:
         from ``checkpoint`` (outputs cut back to it); with the surveys that follow it."""
         if checkpoint is None:
             truncate_outputs(self.out, {}, 0)
+            clear_decisions(self.out, 0)
             shutil.rmtree(self.out / layout.SNAPSHOTS, ignore_errors=True)      # a restart's stale ones
             env, policy, table = self._build(client)
             obs, _ = env.reset(seed=self.seed)
@@ -302,6 +311,7 @@ class _RunExecution:
             surveys = None
         else:
             truncate_outputs(self.out, checkpoint["sizes"], checkpoint["round"])
+            clear_decisions(self.out, checkpoint["round"])
             env, policy, obs = checkpoint["env"], checkpoint["policy"], checkpoint["obs"]
             table = checkpoint["table"]
             _attach(client, policy, env)
@@ -399,6 +409,8 @@ class _RunExecution:
             if g.kind == "llm":
                 llm_agents += mine
                 coached_agents += mine if g.coach else []
+            elif g.kind == "archetype":
+                owners[self._archetypes(client, g, personas, agents, mine, len(owners))] = mine
             else:
                 owners[self._scripted(g, len(owners))] = mine
         if llm_agents:
@@ -410,8 +422,8 @@ class _RunExecution:
             env_kwargs["tie_scorer"] = LLMTieScorer(client, personas=dict(zip(agents, personas))
                                                     if personas is not None else None,
                                                     transcript_tokens=cfg.llm.tie_transcript_tokens)
-        if any(g.kind in ("torch", "topic_users", "social_users") for g in groups):   # they read ties (numeric)
-            env_kwargs["obs_format"] = "both"
+        if any(g.kind in NUMERIC_KINDS for g in groups) or cfg.logging.decisions != "none":
+            env_kwargs["obs_format"] = "both"        # they read ties (numeric); decision logs keep numeric obs
         env = socialgym.parallel_env(**env_kwargs, seed=self.seed)
         for owner in owners:
             if hasattr(owner, "check_env"):
@@ -465,15 +477,15 @@ class _RunExecution:
         from socialgym.baselines import GreedyPolicy, RandomPolicy
 
         params = {"seed": self.seed * 1000 + index, **dict(group.params)}
-        if group.kind == "torch":              # a trained network (socialgym.baselines.torch_policy)
+        if group.kind in ("torch", "distilled"):    # a trained or distilled network (baselines.torch_policy)
             path = params.pop("path", None)
             if not path:
-                raise RunError(f"policy group {group.name!r} (torch): params.path must name a model.pt")
+                raise RunError(f"policy group {group.name!r} ({group.kind}): params.path must name a model.pt")
             from socialgym.baselines.torch_policy import TorchPolicy
             try:
                 return TorchPolicy.load(path, **params)
             except (OSError, ValueError, TypeError) as exc:
-                raise RunError(f"policy group {group.name!r} (torch): {exc}") from None
+                raise RunError(f"policy group {group.name!r} ({group.kind}): {exc}") from None
         if group.kind == "topic_users":        # recagent-style users with topic preferences
             from socialgym.baselines.topic_users import TopicUsers
             env = self.cfg.env
@@ -504,6 +516,17 @@ class _RunExecution:
             return SocialUsers(n_topics=n_topics, n_agents=int(env.get("n_agents", FeedConfig.n_agents)), **params)
         except (TypeError, ValueError) as exc:
             raise RunError(f"policy group {group.name!r} (social_users): {exc}") from None
+
+    def _archetypes(self, client, group, personas, agents, mine, index: int):
+        """An archetype policy over one group's agents: k LLM plans per round, whatever its size."""
+        from socialgym.agents.archetype import ArchetypePolicy
+
+        who = {a: personas[int(a.rpartition("_")[2])] for a in mine}
+        try:
+            return ArchetypePolicy(client, who, **{"seed": self.seed * 1000 + index, **dict(group.params)})
+        except (TypeError, ValueError) as exc:
+            raise RunError(f"policy group {group.name!r} (archetype): bad params {dict(group.params)}: {exc}") \
+                from None
 
     def _llm_policy(self, client, groups, personas, agents, coached_agents):
         from socialgym.agents import Coach, LLMPolicy
@@ -710,6 +733,14 @@ def _wandb_logger(cfg: ExperimentConfig, out: Path, meta: dict):
 # yet) and "checkpoint" (the new checkpoint written, not yet renamed over the old one). The
 # tests install a hook that SIGKILLs the process there (tests/faults/sitecustomize.py).
 _fault_hook: Callable[[int, str], None] | None = None
+
+
+def _act(policy, obs, decisions, env):
+    """The policy's actions, logged first when the run keeps decision logs."""
+    actions = policy.act(obs)
+    if decisions is not None:
+        decisions.observe(obs, actions, len(env.vocab))
+    return actions
 
 
 def _fault(r: int, point: str) -> None:

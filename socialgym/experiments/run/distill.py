@@ -1,0 +1,139 @@
+"""``socialgym distill``: a cheap policy behaviour-cloned from LLM runs, and how alike it acts.
+
+1. The decision logs of the runs (``logging.decisions``) are split: the last ``holdout`` runs are
+   held out, the rest train the network (``socialgym.baselines.distill``), written as a
+   ``model.pt`` that ``TorchPolicy.load`` and a ``distilled`` policy group read.
+2. On the held-out runs' decisions: how often the network's most likely choice is the logged one.
+3. With ``report``: each held-out run is replayed — same config and seed, the logged agents'
+   groups now ``distilled`` — and the fidelity lines compare those agents across the two runs
+   (``socialgym.experiments.analysis.fidelity``); ``fidelity.md`` / ``fidelity.json`` are written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from socialgym.experiments.errors import RunError
+from socialgym.rundir import layout
+from socialgym.rundir.decisions import read_decisions
+from socialgym.rundir.files import atomic_write, finite_json, write_json
+from socialgym.rundir.runs import kind_of, read_run_info
+
+
+def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, report: str | Path | None = None,
+            args=None, progress: bool = False) -> dict:
+    """Train on ``runs`` minus the last ``holdout``, write the model to ``out``, measure agreement
+    on the held-out decisions and (with ``report``) replay the held-out runs. Returns the report."""
+    from socialgym.baselines.distill import Args, agreement, behaviour_clone
+    from socialgym.baselines.torch_policy import save_policy
+
+    runs = [Path(r) for r in runs]
+    for run in runs:
+        if kind_of(run) != "run":
+            raise RunError(f"{run} is not a run directory")
+    if not 0 <= holdout < len(runs):
+        raise RunError(f"--holdout {holdout}: keep at least one of the {len(runs)} run(s) for training "
+                       "(and hold out at least one to measure agreement and fidelity)")
+    train_runs, held = runs[: len(runs) - holdout], runs[len(runs) - holdout:]
+    try:
+        train, unmapped = read_decisions(train_runs)
+        test = read_decisions(held)[0] if held else {}
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    args = args or Args()
+    actor, stats = behaviour_clone(train, args)
+    first = next(iter(train.values()))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_policy(out, actor, first.layout, args)
+    result = {"model": str(out), "train_runs": [str(r) for r in train_runs], "heldout_runs": [str(r) for r in held],
+              "train_decisions": stats["decisions"], "final_loss": stats["final_loss"], "args": stats["args"],
+              "unmapped": dict(unmapped), "agreement": agreement(actor, test) if test else {"fields": {}}}
+    if report is not None:
+        report = Path(report)
+        result["replays"] = [replay(run, out, report / layout.REPLAYS / f"{i:02d}-{run.name}", progress)
+                             for i, run in enumerate(held)]
+        write_report(report, result)
+    return result
+
+
+def logged_agents(run: Path) -> list[int]:
+    """The agents a run's decision logs cover."""
+    decisions, _ = read_decisions([run])
+    return sorted(set(np.concatenate([d.agent for d in decisions.values()]).tolist()))
+
+
+def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
+    """Run ``run``'s config again with its seed, every group all of whose agents are logged
+    played by the distilled ``model``; the fidelity lines of those agents."""
+    from socialgym.experiments.analysis.fidelity import fidelity
+    from socialgym.experiments.define.loading import load_config
+    from socialgym.experiments.run.runner import run_experiment
+
+    cfg = load_config(run / layout.CONFIG)
+    agents = logged_agents(run)
+    wanted, start, groups = set(agents), 0, []
+    for g in cfg.policy_groups():
+        mine = set(range(start, start + g.agents))
+        start += g.agents
+        if mine <= wanted:
+            g = dataclasses.replace(g, kind="distilled", coach=False, params=_frozen({"path": str(model)}))
+        groups.append(g)
+    replaced = [i for i, g in enumerate(groups) if g.kind == "distilled"]
+    if not replaced:
+        raise RunError(f"{run}: no policy group has all its agents in the decision logs; nothing to replace")
+    seed = int((read_run_info(run, {}) or {}).get("seed", cfg.seed))
+    logging = dataclasses.replace(cfg.logging, decisions="all", report=False, wandb=None, progress=progress)
+    env = dict(cfg.env)
+    if "lambdas" not in env and not any(g.lambdas is not None for g in groups):
+        lambdas = persona_lambdas(run)      # the original run's weights came from its personas
+        if lambdas is not None:
+            env["lambdas"] = lambdas
+    cfg = dataclasses.replace(cfg, seed=seed, policy=dataclasses.replace(cfg.policy, groups=tuple(groups)),
+                              logging=logging, env=_frozen(env))
+    if out.exists() and kind_of(out) == "run":
+        import shutil
+        shutil.rmtree(out)                 # a replay is derived data: rebuilt every time
+    run_experiment(cfg, out, progress=progress)
+    return {"run": str(run), "replay": str(out), "agents": len(agents),
+            "lines": fidelity(run, out, agents)}
+
+
+def persona_lambdas(run: Path) -> list | None:
+    """The reward weights a run took from its personas (``personas.json``), agent by agent."""
+    from socialgym.config import REWARD_NAMES
+    from socialgym.rundir.files import read_json
+
+    personas = read_json(run / layout.PERSONAS, None)
+    if not isinstance(personas, dict) or not personas:
+        return None
+    order = sorted(personas, key=lambda a: int(str(a).rpartition("_")[2]))
+    return [[float((personas[a].get("lambdas") or {}).get(r, 0.2)) for r in REWARD_NAMES] for a in order]
+
+
+def _frozen(mapping: dict):
+    from socialgym.experiments.define.schema import freeze
+    return freeze(mapping)
+
+
+def write_report(folder: Path, result: dict) -> None:
+    from socialgym.experiments.analysis.fidelity import fidelity_markdown
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / layout.FIDELITY_JSON, finite_json(result), default=str)
+    atomic_write(folder / layout.FIDELITY_MD, fidelity_markdown(result))
+
+
+def summary_line(result: dict) -> str:
+    a = result["agreement"].get("overall")
+    share = f"{a['share']:.1%} of {a['decisions']} held-out decisions" if a else "no held-out runs"
+    return f"wrote {result['model']}: agreement {share}"
+
+
+def to_json(result: dict) -> str:
+    return json.dumps(finite_json(result), default=str, indent=1)

@@ -1,0 +1,172 @@
+"""Decision logs: what chosen agents saw and chose each round, kept for behaviour cloning.
+
+A run with ``logging.decisions`` writes ``decisions/round_NNNN.npz`` after each round
+(:class:`DecisionLog`). Each phase (``act``, ``vote``) holds, for the logged agents: their index,
+their numeric observation (``self``, ``feed``, ``dms``, ``vote_items``: the arrays a neural policy
+reads), the structured choice written in the numeric encoding and which of its components the
+choice fixed (``socialgym.envs.feed.convert``), and the vocabulary size (the topic mask). The
+file also holds the action layout, so a reader needs nothing else. :func:`read_decisions` joins
+the files of several runs into one set of arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from socialgym.envs.feed.convert import act_to_numeric, votes_to_numeric
+from socialgym.envs.feed.encoding import PHASES, ActionLayout
+from socialgym.rundir import layout as files
+from socialgym.rundir.files import atomic_write
+
+OBS_KEYS = ("self", "feed", "dms", "vote_items")
+LAYOUT_FIELDS = tuple(f.name for f in dataclasses.fields(ActionLayout))
+DECISION_FORMAT = 1
+DECISION_MODES = ("none", "llm", "all")
+"""``logging.decisions``: no logs, the LLM-driven agents' (policy kinds ``LLM_KINDS``), every agent's."""
+LLM_KINDS = ("llm", "archetype")
+
+
+class DecisionLog:
+    """Collects one round's decisions of the agents ``logged`` (indices into the env's agents),
+    phase by phase, and writes them as one file. Needs observations with a numeric part
+    (``obs_format="both"``)."""
+
+    def __init__(self, layout: ActionLayout, agents: Iterable[str], logged: Iterable[int]) -> None:
+        self.layout, self.agents = layout, list(agents)
+        self.logged = np.asarray(sorted(set(int(i) for i in logged)), np.int64)
+        self.unmapped: Counter = Counter()
+        self._phases: dict[str, dict] = {}
+
+    def observe(self, observations: Mapping[str, Any], actions: Mapping[str, Any], n_topics: int) -> None:
+        """The logged agents' observations and the actions they answered with (before the step)."""
+        rows = {k: [] for k in (*OBS_KEYS, "action", "relevant")}
+        agent_ids, phase = [], None
+        for i in self.logged.tolist():
+            agent = self.agents[i]
+            obs = observations.get(agent)
+            if obs is None or agent not in actions:
+                continue            # not acting this step (a finished or removed agent)
+            numeric = obs.get("numeric")
+            if numeric is None:
+                raise ValueError("decision logs need numeric observations (obs_format='both')")
+            phase = obs["phase"]
+            if phase == "act":
+                vector, relevant = act_to_numeric(obs, actions[agent], self.layout, i, self.unmapped)
+            else:
+                vector, relevant = votes_to_numeric(obs, actions[agent], self.layout, self.unmapped)
+            for k in OBS_KEYS:
+                rows[k].append(np.asarray(numeric[k], np.float32))
+            rows["action"].append(vector)
+            rows["relevant"].append(relevant)
+            agent_ids.append(i)
+        if phase is None:
+            return
+        self._phases[phase] = {"agent": np.asarray(agent_ids, np.int64), "n_topics": np.int64(n_topics),
+                               **{k: np.stack(v) for k, v in rows.items()}}
+
+    def write(self, run: Path, round: int) -> None:
+        """This round's file (atomically); the collected decisions are then cleared."""
+        arrays: dict[str, np.ndarray] = {"format": np.int64(DECISION_FORMAT), "round": np.int64(round),
+                                         "layout": np.asarray([getattr(self.layout, f) for f in LAYOUT_FIELDS],
+                                                              np.int64)}
+        for phase, data in self._phases.items():
+            arrays.update({f"{phase}_{k}": v for k, v in data.items()})
+        arrays["unmapped"] = np.asarray(json.dumps(dict(self.unmapped)))
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        path = files.decision_path(run, round)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, buffer.getvalue())
+        self._phases, self.unmapped = {}, Counter()
+
+
+def decision_log(env, kinds, mode: str) -> DecisionLog | None:
+    """The decision log of a run whose agents have policy ``kinds``, under ``logging.decisions``
+    ``mode``; None when nothing is logged."""
+    if mode not in DECISION_MODES:
+        raise ValueError(f"logging.decisions must be one of {DECISION_MODES}, got {mode!r}")
+    logged = [i for i, k in enumerate(kinds) if mode == "all" or (mode == "llm" and k in LLM_KINDS)]
+    return DecisionLog(env.layout, env.possible_agents, logged) if logged else None
+
+
+def clear_decisions(run: Path, after_round: int) -> None:
+    """Delete the decision files of rounds after ``after_round`` (a resume replays them)."""
+    for r, path in files.decision_files(run).items():
+        if r > after_round:
+            path.unlink()
+
+
+@dataclasses.dataclass
+class Decisions:
+    """The decisions of one phase from one or more runs, row-aligned."""
+
+    phase: str
+    layout: ActionLayout
+    run: np.ndarray           # index of the run directory each row comes from
+    round: np.ndarray
+    agent: np.ndarray
+    n_topics: np.ndarray
+    n_agents: np.ndarray      # the population size of each row's run (new DMs' recipients are relative to it)
+    obs: dict                 # OBS_KEYS -> stacked arrays
+    action: np.ndarray        # (rows, L) the numeric encoding of the choice
+    relevant: np.ndarray      # (rows, L) which components the choice fixed
+
+    def __len__(self) -> int:
+        return len(self.agent)
+
+    def select(self, rows: np.ndarray) -> "Decisions":
+        return dataclasses.replace(self, run=self.run[rows], round=self.round[rows], agent=self.agent[rows],
+                                   n_topics=self.n_topics[rows], n_agents=self.n_agents[rows],
+                                   obs={k: v[rows] for k, v in self.obs.items()},
+                                   action=self.action[rows], relevant=self.relevant[rows])
+
+
+def read_decisions(runs: Iterable[str | Path]) -> tuple[dict[str, Decisions], Counter]:
+    """The act and vote decisions of every round of ``runs`` (each a run directory with a
+    ``decisions`` folder), and the components that had no numeric twin, summed. Raises
+    ``ValueError`` naming the run when one has none or the runs' layouts differ (a network fits
+    one per-agent layout; the population size may differ)."""
+    parts: dict[str, list[dict]] = {p: [] for p in PHASES}
+    unmapped: Counter = Counter()
+    lay0 = None
+    for r_index, run in enumerate(runs):
+        found = files.decision_files(Path(run))
+        if not found:
+            raise ValueError(f"{run}: no decision logs (run it with logging.decisions: llm or all)")
+        for rnd, path in found.items():
+            with np.load(path, allow_pickle=False) as data:
+                if int(data["format"]) != DECISION_FORMAT:
+                    raise ValueError(f"{path}: decision log format {int(data['format'])}, expected {DECISION_FORMAT}")
+                lay = ActionLayout(*(int(v) for v in data["layout"]))
+                if lay0 is not None and _interface(lay) != _interface(lay0):
+                    raise ValueError(f"{path}: its agents' layout {_interface(lay)} differs from the first run's "
+                                     f"{_interface(lay0)}")
+                lay0 = lay0 or lay
+                unmapped.update(json.loads(str(data["unmapped"])))
+                for phase in PHASES:
+                    if f"{phase}_agent" in data:
+                        rows = {k[len(phase) + 1:]: data[k] for k in data.files if k.startswith(phase + "_")}
+                        n = len(rows["agent"])
+                        rows.update(run=np.full(n, r_index), round=np.full(n, rnd),
+                                    n_topics=np.full(n, int(rows["n_topics"])), n_agents=np.full(n, lay.n_agents))
+                        parts[phase].append(rows)
+    out = {}
+    for phase, chunks in parts.items():
+        if not chunks:
+            continue
+        cat = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+        out[phase] = Decisions(phase, lay0, cat["run"], cat["round"], cat["agent"], cat["n_topics"],
+                               cat["n_agents"], {k: cat[k] for k in OBS_KEYS}, cat["action"], cat["relevant"])
+    return out, unmapped
+
+
+def _interface(lay: ActionLayout) -> tuple:
+    """The per-agent part of a layout (all but the population size)."""
+    return tuple(getattr(lay, f) for f in LAYOUT_FIELDS if f != "n_agents")
