@@ -5,6 +5,7 @@ Three steps, each resumable by re-running (a finished step is skipped), then the
     python benchmarks/hybrid_scale.py --sources   # small LLM runs on the embedded model, decision logs kept
     python benchmarks/hybrid_scale.py --distill   # socialgym distill: model.pt and the fidelity report
     python benchmarks/hybrid_scale.py --scale     # 100,000 agents, 5 rounds: 20 LLM agents, archetypes, distilled
+    python benchmarks/hybrid_scale.py --measure   # (re)read the scale run's requests, tokens and tiers
     python benchmarks/hybrid_scale.py --docs      # docs/hybrid.md from benchmarks/results_hybrid.json
 
 Every step runs the ``socialgym`` command itself (what a user would type) and times it whole.
@@ -92,10 +93,6 @@ def distill() -> None:
 
 
 def scale() -> None:
-    from socialgym.experiments.analysis.tiers import tier_table
-    from socialgym.rundir import layout
-    from socialgym.rundir.files import read_jsonl
-
     run = OUT / "scale"
     cfg = _config(OUT / "scale.yaml", {
         "seed": 0, "env": {**ENV, "n_agents": SCALE["agents"], "max_rounds": SCALE["rounds"]},
@@ -111,18 +108,29 @@ def scale() -> None:
         import shutil
         shutil.rmtree(run)
     seconds = _run(["run", str(cfg), "--out", str(run)])
-    summary = json.loads((run / "summary.json").read_text())
+    measure(seconds)
+
+
+def measure(seconds: float | None = None) -> None:
+    """The scale run's numbers: requests and tokens by group and purpose (the usage log kept in
+    its checkpoint), each tier's metrics. ``seconds``: the command's wall time (None: keep the
+    recorded one)."""
+    from socialgym.experiments.analysis.tiers import tier_table
+    from socialgym.experiments.run.checkpoint import read_checkpoint
+    from socialgym.rundir import layout
+
+    run = OUT / "scale"
+    if seconds is None:
+        seconds = json.loads(RESULTS.read_text())["scale"]["seconds"]
+    summary = json.loads((run / layout.SUMMARY).read_text())
     groups = summary["groups"]
-    requests, tokens = Counter(), Counter()
-    for entry, _ in read_jsonl(run / layout.TRANSCRIPTS):
-        if entry is None:
-            continue
-        key = (groups.get(entry.get("agent"), "?"), entry.get("purpose", "?"))
-        requests[key] += 1
-        tokens[key] += int((entry.get("usage") or {}).get("prompt_tokens") or 0)
+    usage = read_checkpoint(run / layout.CHECKPOINT)["llm"]["usage"]
+    by = {}
+    for call in usage.calls:
+        row = by.setdefault((groups.get(call.agent, "?"), call.purpose), Counter())
+        row.update(requests=1, prompt_tokens=call.prompt_tokens, completion_tokens=call.completion_tokens)
     _save("scale", {**SCALE, "seconds": seconds, "run_seconds": summary["seconds"], "llm": summary["llm"],
-                    "requests": [{"group": g, "purpose": p, "requests": n, "prompt_tokens": tokens[(g, p)]}
-                                 for (g, p), n in sorted(requests.items())],
+                    "requests": [{"group": g, "purpose": p, **c} for (g, p), c in sorted(by.items())],
                     "tiers": tier_table(run)})
 
 
@@ -137,24 +145,26 @@ def docs() -> None:
                   f"Sources: {src['runs']} runs of {src['agents']} LLM agents x {src['rounds']} rounds on the embedded "
                   f"model (SmolLM2-135M), {sum(r['seconds'] for r in done) / 60:.1f} min in all; the last run held out. "
                   f"`socialgym distill` took {data['distill']['seconds']:.0f} s (training and the replay).\n\n"
-                  + fidelity_markdown(data["distill"]["result"]))
+                  + fidelity_markdown(data["distill"]["result"]).replace(str(ROOT) + "/", ""))
     s = data["scale"]
     lines = [f"{s['agents']:,} agents, {s['rounds']} rounds on {data['machine']}: **{s['seconds'] / 60:.1f} min** for the "
              f"whole `socialgym run` (the run itself: {s['run_seconds'] / 60:.1f} min). "
              f"LLM requests {s['llm']['requests']:,}, prompt tokens {s['llm']['prompt_tokens']:,}, completion tokens "
              f"{s['llm']['completion_tokens']:,}, fallbacks {s['llm']['fallbacks']}.", "",
-             "| group | purpose | requests | prompt tokens |", "|---|---|---:|---:|"]
-    lines += [f"| {r['group']} | {r['purpose']} | {r['requests']:,} | {r['prompt_tokens']:,} |" for r in s["requests"]]
+             "| group | purpose | requests | prompt tokens | completion tokens |", "|---|---|---:|---:|---:|"]
+    lines += [f"| {r['group']} | {r['purpose']} | {r['requests']:,} | {r['prompt_tokens']:,} | {r['completion_tokens']:,} |"
+              for r in s["requests"]]
     lines += ["", "Each tier's metrics (per agent-round; ties after the last round):", "", tier_markdown(s["tiers"])]
     write_section("hybrid.md", "scale", "\n".join(lines))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for step in ("sources", "distill", "scale", "docs"):
+    for step in ("sources", "distill", "scale", "measure", "docs"):
         parser.add_argument(f"--{step}", action="store_true")
     args = parser.parse_args()
-    for step, fn in (("sources", sources), ("distill", distill), ("scale", scale), ("docs", docs)):
+    for step, fn in (("sources", sources), ("distill", distill), ("scale", scale), ("measure", measure),
+                     ("docs", docs)):
         if getattr(args, step):
             fn()
 

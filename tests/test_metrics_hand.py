@@ -357,3 +357,29 @@ def test_theta_sweep_equals_network_metrics_at_each_theta():
         assert got == pytest.approx(expected, nan_ok=True)
     densities = [r["density"] for r in rows]
     assert densities == sorted(densities, reverse=True) and densities[0] > densities[-1] > 0
+
+
+def test_large_graphs_sample_paths_count_triangles_and_leave_modularity_out():
+    """Above LARGE_GRAPH nodes (large="sample"): the clustering from sparse triangle counts equals
+    networkx's; the path average comes from sampled sources; modularity is not computed."""
+    import networkx as nx
+    import scipy.sparse as sp
+
+    from socialgym.metrics.network import LARGE_GRAPH, network_metrics
+
+    rng = np.random.default_rng(0)
+    n = LARGE_GRAPH + 1000
+    src = rng.integers(0, n, 30_000)
+    dst = (src + rng.integers(1, 40, 30_000)) % n          # local links: many triangles
+    W = sp.csr_matrix((np.full(len(src), 0.5), (src, dst)), shape=(n, n))
+    large = network_metrics(W, large="sample")
+    exact = network_metrics(W)
+    G = nx.from_scipy_sparse_array(sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n)) > 0)
+    assert large["large_graph"] is True and "large_graph" not in exact
+    assert large["clustering"] == pytest.approx(nx.average_clustering(G.to_undirected()), abs=1e-12)
+    assert large["clustering"] == pytest.approx(exact["clustering"], abs=1e-12) and large["clustering"] > 0.05
+    assert large["modularity"] is None and exact["modularity"] > 0
+    assert large["avg_shortest_path"] == pytest.approx(exact["avg_shortest_path"], rel=0.05)
+    assert {k: v for k, v in large.items() if k not in ("clustering", "avg_shortest_path", "modularity",
+                                                         "large_graph")} == \
+        {k: v for k, v in exact.items() if k not in ("clustering", "avg_shortest_path", "modularity")}

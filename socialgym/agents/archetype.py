@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from socialgym.agents.memory import clip_text
-from socialgym.agents.persona import STANCES, TRAITS, Persona, generate_personas, load_personas
+from socialgym.agents.persona import STANCES, TRAITS, Persona, load_personas, personas_for
 from socialgym.config import MAX_TEXT_CHARS, REWARD_NAMES
 from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import Checked
@@ -343,20 +343,8 @@ class ArchetypePolicy:
         new = [a for a in agents if a not in self.personas]
         if not new:
             return
-        given = self._persona_arg
-        if given is None:
-            extra = generate_personas(len(self.personas) + len(new), seed=0 if self.seed is None else self.seed)
-            self.personas.update(zip(new, extra[len(self.personas):]))
-        elif isinstance(given, Mapping):
-            missing = [a for a in new if a not in given]
-            if missing:
-                raise ValueError(f"no persona for agent(s) {missing[:5]}")
-            self.personas.update({a: given[a] for a in new})
-        else:
-            if len(self.personas) + len(new) > len(given):
-                raise ValueError(f"{len(given)} personas for {len(self.personas) + len(new)} agents; "
-                                 f"give one persona per agent")
-            self.personas.update(zip(new, given[len(self.personas):]))
+        self.personas.update(personas_for(new, self._persona_arg, len(self.personas),
+                                          0 if self.seed is None else self.seed))
         if self.centroids is None:
             self.cluster(new)
         else:

@@ -47,7 +47,7 @@ import numpy as np
 
 from socialgym.agents.coach import Coach
 from socialgym.agents.memory import AgentMemory, clip_text
-from socialgym.agents.persona import STANCES, Persona, generate_personas, load_personas
+from socialgym.agents.persona import STANCES, Persona, load_personas, personas_for
 from socialgym.config import MAX_TEXT_CHARS, REWARD_NAMES
 from socialgym.llm.prompts import PromptSet
 from socialgym.llm.schemas import (
@@ -268,21 +268,7 @@ class LLMPolicy:
         new = [a for a in agents if a not in self.personas]
         if not new:
             return
-        given = self._persona_arg
-        if given is None:
-            extra = generate_personas(len(self.personas) + len(new), seed=self.seed)[len(self.personas):]
-            self.personas.update(zip(new, extra))
-        elif isinstance(given, Mapping):
-            missing = [a for a in new if a not in given]
-            if missing:
-                raise ValueError(f"no persona for agent(s) {missing[:5]}")
-            self.personas.update({a: given[a] for a in new})
-        else:
-            given = list(given)
-            if len(self.personas) + len(new) > len(given):
-                raise ValueError(f"{len(given)} personas for {len(self.personas) + len(new)} agents; "
-                                 f"give one persona per agent")
-            self.personas.update(zip(new, given[len(self.personas):]))
+        self.personas.update(personas_for(new, self._persona_arg, len(self.personas), self.seed))
         for a in new:
             self.memories[a] = AgentMemory(**self.memory_kwargs)
 

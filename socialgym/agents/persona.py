@@ -305,6 +305,24 @@ def _persona_from(row: Any, where: str) -> Persona:
         raise ValueError(f"{where}: {' '.join(str(err).split())}") from None
 
 
+def personas_for(new: Sequence[str], given, have: int, seed) -> dict[str, Persona]:
+    """The personas of agents ``new`` when ``have`` agents already got theirs from the same source:
+    drawn from templates (``given`` None; the agent at position i always gets the i-th draw of
+    ``seed``), looked up (a mapping), or the next ones of a sequence. ValueError when the source
+    lacks some."""
+    if given is None:
+        return dict(zip(new, generate_personas(have + len(new), seed=seed)[have:]))
+    if isinstance(given, Mapping):
+        missing = [a for a in new if a not in given]
+        if missing:
+            raise ValueError(f"no persona for agent(s) {missing[:5]}")
+        return {a: given[a] for a in new}
+    given = list(given)
+    if have + len(new) > len(given):
+        raise ValueError(f"{len(given)} personas for {have + len(new)} agents; give one persona per agent")
+    return dict(zip(new, given[have:]))
+
+
 def lambdas_matrix(personas: Sequence[Persona]) -> np.ndarray:
     """(n, 5) task weights in REWARD_NAMES order, for the env's ``lambdas=`` (uniform if unset)."""
     return np.array([[p.lambdas[r] if p.lambdas else 0.2 for r in REWARD_NAMES] for p in personas], float)

@@ -40,8 +40,9 @@ THETAS = tuple(round(0.05 * k, 2) for k in range(1, 11))
 
 
 LARGE_GRAPH = 5_000
-"""Above this many agents the exact all-pairs path average and the CNM partition take minutes
-(100,000 agents: over ten); ``network_metrics(..., large="sample")`` then samples."""
+"""Above this many agents the exact all-pairs path average, networkx's clustering and the CNM
+partition take minutes (100,000 agents: over ten); ``network_metrics(..., large="sample")`` then
+samples the paths, counts triangles with sparse products and leaves modularity out."""
 SAMPLED_SOURCES = 500
 """Sources of the sampled path average on a large graph (seeded)."""
 
@@ -53,14 +54,14 @@ def network_metrics(W: Any, threshold: float = 0.1, groups: Sequence[Any] | None
 
     ``max_path_sources``: for very large graphs, average shortest paths from this many sampled
     sources (seeded) instead of all nodes; None = exact. ``large="sample"``: on a graph of more
-    than ``LARGE_GRAPH`` nodes, ``SAMPLED_SOURCES`` path sources and the Louvain partition's
-    modularity (seeded) instead of the greedy CNM one (``large_graph`` in the result says so).
+    than ``LARGE_GRAPH`` nodes, ``SAMPLED_SOURCES`` path sources, the same clustering from sparse
+    triangle counts, and no modularity (None; ``large_graph`` in the result says so).
     """
     M = _as_sparse(W)
     if large == "sample" and M.shape[0] > LARGE_GRAPH:
         sources = SAMPLED_SOURCES if max_path_sources is None else min(max_path_sources, SAMPLED_SOURCES)
         return {**_metrics(M, ((M + M.T) * 0.5).tocsr(), threshold, groups, sources, seed, float(M.sum()),
-                           _directed_clustering(M), louvain=True), "large_graph": True}
+                           _directed_clustering(M), large=True), "large_graph": True}
     return _metrics(M, ((M + M.T) * 0.5).tocsr(), threshold, groups, max_path_sources, seed,
                     float(M.sum()), _directed_clustering(M))
 
@@ -77,7 +78,7 @@ def theta_sweep(W: Any, thetas: Sequence[float] = THETAS, groups: Sequence[Any] 
 
 
 def _metrics(M: sp.csr_matrix, sym: sp.csr_matrix, threshold: float, groups, max_path_sources, seed,
-             total_weight: float, directed_clustering: float, louvain: bool = False) -> dict:
+             total_weight: float, directed_clustering: float, large: bool = False) -> dict:
     n = M.shape[0]
     ud = sym.copy()
     ud.data[ud.data < threshold] = 0
@@ -92,15 +93,16 @@ def _metrics(M: sp.csr_matrix, sym: sp.csr_matrix, threshold: float, groups, max
     largest = int(np.argmax(sizes)) if n else 0
     lcc_nodes = np.flatnonzero(labels == largest)
 
-    G = nx.from_scipy_sparse_array(binary)
+    G = None if large else nx.from_scipy_sparse_array(binary)
     result = {
         "n_nodes": n,
         "n_edges": n_edges,
         "density": 2.0 * n_edges / (n * (n - 1)) if n > 1 else 0.0,
-        "clustering": float(nx.average_clustering(G)) if n else 0.0,
+        "clustering": 0.0 if not n else _sparse_clustering(binary, degrees) if large
+        else float(nx.average_clustering(G)),
         "lcc_fraction": len(lcc_nodes) / n if n else 0.0,
         "avg_shortest_path": _avg_shortest_path(binary, lcc_nodes, max_path_sources, seed),
-        "modularity": _modularity(G, n_edges, seed if louvain else None),
+        "modularity": None if large else _modularity(G, n_edges),
         "homophily": None if groups is None else _homophily(ud, groups),
         "degree_histogram": np.bincount(degrees, minlength=1).tolist() if n else [],
         "directed_density": total_weight / (n * (n - 1)) if n > 1 else 0.0,
@@ -125,15 +127,25 @@ def _avg_shortest_path(binary: sp.csr_matrix, nodes: np.ndarray, max_sources: in
     return float(total / count) if count else 0.0
 
 
-def _modularity(G: nx.Graph, n_edges: int, louvain_seed: int | None = None) -> float:
-    """Modularity of networkx's greedy (Clauset-Newman-Moore) partition, or with a seed of its
-    Louvain partition (large graphs); 0 without edges."""
+def _sparse_clustering(binary: sp.csr_matrix, degrees: np.ndarray, block: int = 2048) -> float:
+    """networkx's ``average_clustering`` of the binary graph (0 for degree < 2) from triangle
+    counts: row v of (A @ A) * A sums to twice v's triangles; rows in blocks bound the memory."""
+    A = binary.tocsr()
+    A.data[:] = 1.0
+    tri = np.zeros(A.shape[0])
+    for start in range(0, A.shape[0], block):
+        rows = A[start:start + block]
+        tri[start:start + block] = np.asarray((rows @ A).multiply(rows).sum(axis=1)).ravel() / 2
+    possible = degrees * (degrees - 1) / 2
+    local = np.divide(tri, possible, out=np.zeros_like(tri), where=possible > 0)
+    return float(local.mean())
+
+
+def _modularity(G: nx.Graph, n_edges: int) -> float:
+    """Modularity of networkx's greedy (Clauset-Newman-Moore) partition; 0 without edges."""
     if n_edges == 0:
         return 0.0
-    if louvain_seed is not None:
-        communities = nx.community.louvain_communities(G, seed=louvain_seed)
-    else:
-        communities = nx.community.greedy_modularity_communities(G)
+    communities = nx.community.greedy_modularity_communities(G)
     return float(nx.community.modularity(G, communities))
 
 

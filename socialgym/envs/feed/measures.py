@@ -74,6 +74,6 @@ class FeedMeasures:
     def network_metrics(self, threshold: float = 0.1, groups=None) -> dict:
         from socialgym.metrics import network_metrics
         self._require_state("network_metrics")
-        # large platforms: sampled path sources and the Louvain partition (metrics.network.LARGE_GRAPH)
+        # large platforms: sampled path sources, sparse triangle counts, no modularity (metrics.network.LARGE_GRAPH)
         return network_metrics(self.tie_matrix(), threshold=threshold, groups=groups, large="sample")
 

@@ -57,6 +57,7 @@ def tier_table(run: str | Path) -> list[dict]:
             idx = np.array([int(a.rpartition("_")[2]) for a in agents], np.int64)
             idx = idx[idx < W.shape[0]]
             sub = W[idx]
+            sub.eliminate_zeros()              # a stored 0 is no tie
             row["out_degree"] = float(np.diff(sub.indptr).mean()) if len(idx) else None
             row["tie_strength"] = float(sub.data.mean()) if sub.nnz else 0.0
         out.append(row)
@@ -67,7 +68,12 @@ def _last_ties(run: Path):
     import scipy.sparse as sp
 
     found = layout.tie_files(run)
-    return sp.load_npz(found[max(found)]).tocsr() if found else None
+    if not found:
+        return None
+    try:
+        return sp.load_npz(found[max(found)]).tocsr()
+    except Exception as exc:                 # a truncated or foreign file: the section says nothing
+        raise ValueError(f"could not read the tie matrix {found[max(found)]}: {exc}") from None
 
 
 def _cell(value) -> str:
@@ -89,7 +95,7 @@ def tiers_html(run: str | Path) -> str:
     """The report's section: the tiers side by side, only when the run has more than one tier."""
     try:
         rows = tier_table(run)
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError):      # no rounds.csv, a foreign one or an unreadable tie file
         return ""
     if len(rows) < 2:
         return ""

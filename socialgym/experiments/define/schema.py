@@ -53,23 +53,25 @@ def kind_of_tier(tier: str, kind: str | None) -> str:
 
 
 def group_counts(groups, n: int) -> list[int]:
-    """Each group's number of agents: ``agents`` as given, ``share`` of ``n`` (rounded; when no
-    group takes the rest, by largest remainders so that the counts add up to ``n``), and the rest
-    to the one group with neither. ValueError when that cannot add up to ``n``."""
+    """Each group's number of agents: ``agents`` as given, ``share`` of ``n`` (rounded half up),
+    and the rest to the one group with neither. When no group takes the rest, the counts and
+    ``share * n`` must add up to ``n`` once rounded, and the shares are rounded by largest
+    remainders so that the counts add up to ``n`` exactly. ValueError when they cannot. A count
+    may come out 0 or below (validation refuses it, naming the counts)."""
     counts = [g.agents for g in groups]
     shares = [i for i, g in enumerate(groups) if g.agents is None and g.share is not None]
     rest = [i for i, g in enumerate(groups) if g.agents is None and g.share is None]
     fixed = sum(c for c in counts if c is not None)
     if rest:
         for i in shares:
-            counts[i] = max(1, int(groups[i].share * n + 0.5))       # half up
+            counts[i] = int(groups[i].share * n + 0.5)       # half up
         counts[rest[0]] = n - fixed - sum(counts[i] for i in shares)
         return counts
     if shares:
         exact = [groups[i].share * n for i in shares]
         floors = [int(x) for x in exact]
         left = n - fixed - sum(floors)
-        if not 0 <= left <= len(shares):
+        if abs(fixed + sum(exact) - n) >= 0.5 or not 0 <= left <= len(shares):
             raise ValueError(f"the shares ({', '.join(f'{groups[i].share:g}' for i in shares)}) of env.n_agents = {n} "
                              f"and the counts ({fixed}) do not add up to {n}")
         for j in sorted(range(len(shares)), key=lambda j: floors[j] - exact[j])[:left]:

@@ -55,6 +55,10 @@ def check_sections(cfg: ExperimentConfig) -> None:
             counts = group_counts(p.groups, n)
         except ValueError as exc:
             raise ConfigError(f"policy.groups: {exc}") from None
+        for i, (g, c) in enumerate(zip(p.groups, counts)):
+            if g.share is not None and c < 1:
+                raise ConfigError(f"policy.groups[{i}].share: {g.share:g} of env.n_agents = {n} is {c} agents; "
+                                  "a group needs at least 1")
         taken = sum(g.agents or 0 for g in p.groups)
         if sum(counts) != n or min(counts) < 1:
             got = f"{taken}" if all(g.share is None for g in p.groups) else f"counts {counts}"

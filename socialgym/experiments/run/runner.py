@@ -410,7 +410,7 @@ class _RunExecution:
                 llm_agents += mine
                 coached_agents += mine if g.coach else []
             elif g.kind == "archetype":
-                owners[self._archetypes(client, g, personas, agents, mine, len(owners))] = mine
+                owners[self._archetypes(client, g, personas, mine, len(owners))] = mine
             else:
                 owners[self._scripted(g, len(owners))] = mine
         if llm_agents:
@@ -517,7 +517,7 @@ class _RunExecution:
         except (TypeError, ValueError) as exc:
             raise RunError(f"policy group {group.name!r} (social_users): {exc}") from None
 
-    def _archetypes(self, client, group, personas, agents, mine, index: int):
+    def _archetypes(self, client, group, personas, mine, index: int):
         """An archetype policy over one group's agents: k LLM plans per round, whatever its size."""
         from socialgym.agents.archetype import ArchetypePolicy
 

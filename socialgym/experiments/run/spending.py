@@ -164,7 +164,7 @@ def set_budget(run_dir: str | Path, changes: Mapping[str, Any]) -> list[str]:
 def _set_budget_file(path: Path, changes: Mapping[str, Any]) -> list[str]:
     cfg = load_config(path)
     if not cfg.uses_llm():
-        raise ConfigError(f"--budget: {path} makes no LLM requests (no llm policy, no LLM tie scorer)")
+        raise ConfigError(f"--budget: {path} makes no LLM requests (no llm or archetype policy, no LLM tie scorer)")
     raw = to_dict(cfg, redact=False)
     llm = dict(raw.get("llm") or {})
     old = dict(llm.get("budget") or {})
