@@ -238,3 +238,15 @@ def test_logging_decisions_is_checked():
 
     with pytest.raises(ConfigError, match="logging.decisions must be one of none, llm, all"):
         load_config({**SCRIPTED, "logging": {"decisions": "some"}})
+
+
+def test_a_malformed_action_is_counted_not_logged(tmp_path):
+    env = socialgym.parallel_env(n_agents=4, max_rounds=2, n_actions=1, obs_format="both", seed=0)
+    obs, _ = env.reset(seed=0)
+    log = DecisionLog(env.layout, env.possible_agents, [0, 1])
+    log.observe(obs, {"agent_0": [1, 2, 3], "agent_1": {"actions": [{"type": "POST", "topic": obs["agent_1"]["topics"][0]}]}},
+                len(env.vocab))
+    log.write(tmp_path, 1)
+    decisions, unmapped = read_decisions([tmp_path])
+    assert unmapped["payload"] == 1                         # agent_0's vector has the wrong length
+    assert decisions["act"].agent.tolist() == [1]

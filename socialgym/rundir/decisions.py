@@ -57,16 +57,20 @@ class DecisionLog:
             if numeric is None:
                 raise ValueError("decision logs need numeric observations (obs_format='both')")
             phase = obs["phase"]
-            if phase == "act":
-                vector, relevant = act_to_numeric(obs, actions[agent], self.layout, i, self.unmapped)
-            else:
-                vector, relevant = votes_to_numeric(obs, actions[agent], self.layout, self.unmapped)
+            try:
+                if phase == "act":
+                    vector, relevant = act_to_numeric(obs, actions[agent], self.layout, i, self.unmapped)
+                else:
+                    vector, relevant = votes_to_numeric(obs, actions[agent], self.layout, self.unmapped)
+            except (TypeError, ValueError):     # a malformed action: the env records it as invalid
+                self.unmapped["payload"] += 1
+                continue
             for k in OBS_KEYS:
                 rows[k].append(np.asarray(numeric[k], np.float32))
             rows["action"].append(vector)
             rows["relevant"].append(relevant)
             agent_ids.append(i)
-        if phase is None:
+        if not agent_ids:
             return
         self._phases[phase] = {"agent": np.asarray(agent_ids, np.int64), "n_topics": np.int64(n_topics),
                                **{k: np.stack(v) for k, v in rows.items()}}
