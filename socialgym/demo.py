@@ -37,8 +37,9 @@ def run(n_agents: int = 30, rounds: int = 15, policy: str = "greedy", seed: int 
               f" {rec.totals.mean():6.3f} {W.nnz:>6} {metrics['n_edges']:>6} "
               f"{metrics['density']:6.3f} {metrics['clustering']:6.3f} {metrics['lcc_fraction']:6.3f}")
     elapsed = time.perf_counter() - start
+    modularity = "n/a" if metrics["modularity"] is None else f"{metrics['modularity']:.3f}"   # > LARGE_GRAPH
     print(f"final network: density {metrics['density']:.3f}, clustering {metrics['clustering']:.3f}, "
-          f"avg shortest path {metrics['avg_shortest_path']:.3f}, modularity {metrics['modularity']:.3f}, "
+          f"avg shortest path {metrics['avg_shortest_path']:.3f}, modularity {modularity}, "
           f"directed density {metrics['directed_density']:.3f}")
     print(f"{rounds} rounds in {elapsed:.2f} s")
     return metrics

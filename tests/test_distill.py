@@ -250,3 +250,42 @@ def test_a_malformed_action_is_counted_not_logged(tmp_path):
     decisions, unmapped = read_decisions([tmp_path])
     assert unmapped["payload"] == 1                         # agent_0's vector has the wrong length
     assert decisions["act"].agent.tolist() == [1]
+
+
+def test_topics_are_read_as_the_parser_reads_them():
+    # "B" and " b " are topic b (index 1) once stripped and lower-cased; 2 is an index (c)
+    for topic, index in (("B", 1), (" b ", 1), (2, 2)):
+        vec, rel = act_to_numeric(OBS, {"actions": [{"type": "POST", "topic": topic}]}, LAY, me=0)
+        assert rel[4] and vec[4] == index
+    vec, rel = act_to_numeric(OBS, {"actions": [{"type": "POST", "topic": True}]}, LAY, me=0)
+    assert not rel[4]                                       # a bool is no index
+
+
+def test_a_choice_the_env_refused_is_taken_out(tmp_path):
+    env = socialgym.parallel_env(n_agents=4, max_rounds=2, n_actions=2, obs_format="both", seed=0)
+    obs, _ = env.reset(seed=0)
+    log = DecisionLog(env.layout, env.possible_agents, [0])
+    topic = obs["agent_0"]["topics"][0]
+    actions = {a: {"actions": [{"type": "POST", "topic": topic}, {"type": "POST", "topic": topic}]} for a in obs}
+    actions["agent_0"]["actions"][1]["tone"] = "furious"      # invalid: slot 1 becomes nothing
+    log.observe(obs, actions, len(env.vocab))
+    _, _, _, _, infos = env.step(actions)
+    log.drop_invalid(infos)
+    log.write(tmp_path, 1)
+    decisions, unmapped = read_decisions([tmp_path])
+    w = env.layout.slot_width
+    rel = decisions["act"].relevant[0]
+    assert rel[0] and not rel[w:2 * w].any() and unmapped["invalid"] == 1
+
+
+def test_a_replay_of_a_config_with_shares_loads_again(tmp_path):
+    from socialgym.experiments import load_config
+    from socialgym.experiments.define import dump_yaml
+
+    cfg = load_config({"env": {"n_agents": 10}, "policy": {"groups": [{"name": "a", "kind": "random", "share": 0.3},
+                                                                      {"name": "b", "kind": "greedy"}]}})
+    import dataclasses
+    groups = cfg.policy_groups()
+    assert [(g.agents, g.share) for g in groups] == [(3, None), (7, None)]
+    dump_yaml(dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, groups=groups)), tmp_path / "c.yaml")
+    assert [g.agents for g in load_config(tmp_path / "c.yaml").policy_groups()] == [3, 7]

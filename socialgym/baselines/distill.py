@@ -95,11 +95,11 @@ def prepare(decisions, heads: Heads) -> Prepared:
 def behaviour_clone(decisions: dict, args: Args, heads: Heads | None = None) -> tuple[Actor, dict]:
     """Train a network on ``decisions`` (phase -> ``Decisions``); returns the actor (network, heads,
     feature normaliser) and training statistics (decisions per phase, final loss)."""
-    first = next(iter(decisions.values()))
-    heads = heads or heads_for(first.layout)
-    parts = [prepare(d, heads) for d in decisions.values() if len(d)]
-    if not parts:
+    present = [d for d in decisions.values() if len(d)]
+    if not present:
         raise ValueError("no decisions to learn from")
+    heads = heads or heads_for(present[0].layout)
+    parts = [prepare(d, heads) for d in present]
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     norm = RunningNorm(parts[0].x.shape[1])

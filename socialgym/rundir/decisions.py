@@ -43,6 +43,7 @@ class DecisionLog:
         self.logged = np.asarray(sorted(set(int(i) for i in logged)), np.int64)
         self.unmapped: Counter = Counter()
         self._phases: dict[str, dict] = {}
+        self._last_phase: str | None = None
 
     def observe(self, observations: Mapping[str, Any], actions: Mapping[str, Any], n_topics: int) -> None:
         """The logged agents' observations and the actions they answered with (before the step)."""
@@ -70,10 +71,31 @@ class DecisionLog:
             rows["action"].append(vector)
             rows["relevant"].append(relevant)
             agent_ids.append(i)
+        self._last_phase = phase
         if not agent_ids:
             return
         self._phases[phase] = {"agent": np.asarray(agent_ids, np.int64), "n_topics": np.int64(n_topics),
                                **{k: np.stack(v) for k, v in rows.items()}}
+
+    def drop_invalid(self, infos: Mapping[str, Any]) -> None:
+        """After the step just observed: a choice the env refused (``infos[agent]["invalid"]``)
+        taught nothing that happened, so its components stop counting — the act slot named, or
+        the agent's whole act or vote part when no slot is named. Counted as ``invalid``."""
+        phase = self._last_phase
+        data = self._phases.get(phase) if phase is not None else None
+        if data is None:
+            return
+        w, L = self.layout.slot_width, self.layout.act_length
+        for row, i in enumerate(data["agent"].tolist()):
+            for rec in (infos.get(self.agents[i]) or {}).get("invalid") or ():
+                if rec.get("phase") != phase:
+                    continue
+                slot = rec.get("slot")
+                if phase == "act" and isinstance(slot, int) and 0 <= slot < self.layout.n_actions:
+                    data["relevant"][row, slot * w:(slot + 1) * w] = False
+                else:
+                    data["relevant"][row, slice(0, L) if phase == "act" else slice(L, None)] = False
+                self.unmapped["invalid"] += 1
 
     def write(self, run: Path, round: int) -> None:
         """This round's file (atomically); the collected decisions are then cleared."""
@@ -88,7 +110,7 @@ class DecisionLog:
         path = files.decision_path(run, round)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, buffer.getvalue())
-        self._phases, self.unmapped = {}, Counter()
+        self._phases, self.unmapped, self._last_phase = {}, Counter(), None
 
 
 def decision_log(env, kinds, mode: str) -> DecisionLog | None:
@@ -149,9 +171,9 @@ def read_decisions(runs: Iterable[str | Path]) -> tuple[dict[str, Decisions], Co
                 if int(data["format"]) != DECISION_FORMAT:
                     raise ValueError(f"{path}: decision log format {int(data['format'])}, expected {DECISION_FORMAT}")
                 lay = ActionLayout(*(int(v) for v in data["layout"]))
-                if lay0 is not None and _interface(lay) != _interface(lay0):
-                    raise ValueError(f"{path}: its agents' layout {_interface(lay)} differs from the first run's "
-                                     f"{_interface(lay0)}")
+                if lay0 is not None and interface_of(lay) != interface_of(lay0):
+                    raise ValueError(f"{path}: its agents' layout {interface_of(lay)} differs from the first run's "
+                                     f"{interface_of(lay0)}")
                 lay0 = lay0 or lay
                 unmapped.update(json.loads(str(data["unmapped"])))
                 for phase in PHASES:
@@ -171,6 +193,6 @@ def read_decisions(runs: Iterable[str | Path]) -> tuple[dict[str, Decisions], Co
     return out, unmapped
 
 
-def _interface(lay: ActionLayout) -> tuple:
-    """The per-agent part of a layout (all but the population size)."""
+def interface_of(lay: ActionLayout) -> tuple:
+    """The per-agent part of a layout (all but the population size): what one network fits."""
     return tuple(getattr(lay, f) for f in LAYOUT_FIELDS if f != "n_agents")

@@ -17,6 +17,7 @@ import numpy as np
 
 from socialgym.envs.feed.encoding import FIELDS, NO_VOTE, ActionLayout
 from socialgym.platform.actions import ACTION_TYPES, TONES
+from socialgym.platform.topics import normalise_topic
 
 _TYPE, _TARGET, _RECIPIENT, _REPLY, _TOPIC, _TONE = range(len(FIELDS))
 
@@ -38,7 +39,10 @@ def numeric_relevant(obs: Mapping, vector: Any, layout: ActionLayout, phase: str
         return vector, relevant
     n_feed = min(len(obs["feed"]), layout.feed_size)
     for s in range(layout.n_actions):
-        base, kind = s * layout.slot_width, ACTION_TYPES[int(vector[s * layout.slot_width])]
+        base, code = s * layout.slot_width, int(vector[s * layout.slot_width])
+        if not 0 <= code < len(ACTION_TYPES):
+            raise ValueError(f"action type {code} outside [0, {len(ACTION_TYPES)})")
+        kind = ACTION_TYPES[code]
         relevant[base + _TYPE] = True
         if kind == "NOT":
             continue
@@ -50,6 +54,15 @@ def numeric_relevant(obs: Mapping, vector: Any, layout: ActionLayout, phase: str
         if kind in ("POST", "COM"):
             relevant[base + len(FIELDS): base + len(FIELDS) + n_feed] = True
     return vector, relevant
+
+
+def _topic_index(topic: Any, topics: Mapping[str, int]) -> int | None:
+    """A topic as the parser reads it: a string (stripped, lower-cased) or a vocabulary index."""
+    if isinstance(topic, str):
+        return topics.get(normalise_topic(topic))
+    if isinstance(topic, (int, np.integer)) and not isinstance(topic, (bool, np.bool_)) and 0 <= topic < len(topics):
+        return int(topic)
+    return None
 
 
 def act_to_numeric(obs: Mapping, payload: Any, layout: ActionLayout, me: int,
@@ -70,7 +83,7 @@ def act_to_numeric(obs: Mapping, payload: Any, layout: ActionLayout, me: int,
     feed_ids = [it["id"] for it in obs["feed"]]
     feed_authors = [_agent_index(it["author"]) for it in obs["feed"]]
     inbox_ids = [d["id"] for d in obs["dms"]][: layout.dm_inbox_size]
-    topics = {t: i for i, t in enumerate(obs["topics"])}
+    topics = {normalise_topic(t): i for i, t in enumerate(obs["topics"])}
     by_id = {d["id"]: d for d in obs["dms"]}
     for s, action in enumerate(list(actions)[: layout.n_actions]):
         base = s * layout.slot_width
@@ -109,8 +122,9 @@ def act_to_numeric(obs: Mapping, payload: Any, layout: ActionLayout, me: int,
                 else:
                     unmapped["recipient"] += 1
         if kind in ("POST", "DM"):
-            if isinstance(topic, str) and topic in topics and topics[topic] < layout.max_topics:
-                vector[base + _TOPIC], relevant[base + _TOPIC] = topics[topic], True
+            index = _topic_index(topic, topics)
+            if index is not None and index < layout.max_topics:
+                vector[base + _TOPIC], relevant[base + _TOPIC] = index, True
             else:
                 unmapped["topic"] += 1
         if kind in ("POST", "COM"):
@@ -120,7 +134,9 @@ def act_to_numeric(obs: Mapping, payload: Any, layout: ActionLayout, me: int,
                 column = base + len(FIELDS) + j
                 if j < len(feed_ids):
                     vector[column], relevant[column] = int(feed_authors[j] in named), True
-            unmapped["mentions"] += len(named - set(feed_authors))
+            outside = len(named - set(feed_authors))
+            if outside:
+                unmapped["mentions"] += outside
     return vector, relevant
 
 

@@ -395,7 +395,7 @@ class ExperimentConfig:
         p = self.policy
         groups = p.groups or (PolicyGroup("all", p.kind, n, coach=p.coach, params=p.params),)
         if any(g.agents is None for g in groups):
-            groups = tuple(dataclasses.replace(g, agents=c) for g, c in zip(groups, group_counts(groups, n)))
+            groups = tuple(dataclasses.replace(g, agents=c, share=None) for g, c in zip(groups, group_counts(groups, n)))
         return groups
 
     def default_model(self) -> str | None:

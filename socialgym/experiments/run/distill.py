@@ -38,16 +38,19 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
             raise RunError(f"{run} is not a run directory")
     if not 0 <= holdout < len(runs):
         raise RunError(f"--holdout {holdout}: keep at least one of the {len(runs)} run(s) for training "
-                       "(and hold out at least one to measure agreement and fidelity)")
+                       "(--holdout 0 holds none out: no agreement, no fidelity report)")
     train_runs, held = runs[: len(runs) - holdout], runs[len(runs) - holdout:]
     try:
+        read_decisions(runs)                 # one per-agent layout across training and held-out runs
         train, unmapped = read_decisions(train_runs)
         test = read_decisions(held)[0] if held else {}
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    if not any(len(d) for d in train.values()):
+        raise RunError(f"the decision logs of {', '.join(map(str, train_runs))} hold no decision to learn from")
     args = args or Args()
     actor, stats = behaviour_clone(train, args)
-    first = next(iter(train.values()))
+    first = next(d for d in train.values() if len(d))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_policy(out, actor, first.layout, args)
@@ -65,7 +68,10 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
 def logged_agents(run: Path) -> list[int]:
     """The agents a run's decision logs cover."""
     decisions, _ = read_decisions([run])
-    return sorted(set(np.concatenate([d.agent for d in decisions.values()]).tolist()))
+    agents = sorted(set(np.concatenate([d.agent for d in decisions.values()] or [np.zeros(0, int)]).tolist()))
+    if not agents:
+        raise RunError(f"{run}: its decision logs hold no decision; nothing to replay")
+    return agents
 
 
 def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
@@ -77,17 +83,22 @@ def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
 
     cfg = load_config(run / layout.CONFIG)
     agents = logged_agents(run)
-    wanted, start, groups = set(agents), 0, []
+    seed = int((read_run_info(run, {}) or {}).get("seed", cfg.seed))
+    wanted, start, groups, index = set(agents), 0, [], 0
     for g in cfg.policy_groups():
         mine = set(range(start, start + g.agents))
         start += g.agents
+        original_index, index = index, index + (g.kind != "llm")
         if mine <= wanted:
             g = dataclasses.replace(g, kind="distilled", coach=False, params=_frozen({"path": str(model)}))
+        elif g.kind != "llm" and "seed" not in g.params:
+            # the runner seeds a group by its place among the groups that are not llm: pin the
+            # original seed, so that replacing groups does not reseed the others
+            g = dataclasses.replace(g, params=_frozen({**g.params, "seed": seed * 1000 + original_index}))
         groups.append(g)
     replaced = [i for i, g in enumerate(groups) if g.kind == "distilled"]
     if not replaced:
         raise RunError(f"{run}: no policy group has all its agents in the decision logs; nothing to replace")
-    seed = int((read_run_info(run, {}) or {}).get("seed", cfg.seed))
     logging = dataclasses.replace(cfg.logging, decisions="all", report=False, wandb=None, progress=progress)
     env = dict(cfg.env)
     if "lambdas" not in env and not any(g.lambdas is not None for g in groups):

@@ -228,6 +228,9 @@ class _RunExecution:
         started = time.perf_counter() - state["seconds"]
         groups = _group_members(env, table)
         obs = state["obs"]
+        if cfg.logging.decisions != "none" and env.config.obs_format == "structured":
+            raise RunError("logging.decisions: this run's environment was built (and checkpointed) without "
+                           "numeric observations, which decision logs keep; start a new run to log decisions")
         decisions = decision_log(env, table["kind"], cfg.logging.decisions)
         while env.agents:
             r = env.round
@@ -237,9 +240,9 @@ class _RunExecution:
             obs = self._intervene(env, obs, recorder, groups, policy, table, client)   # this round's
             if surveys is not None:
                 surveys.observe(env)                                  # what the round's feeds show
-            obs, _, _, _, _ = env.step(_act(policy, obs, decisions, env))      # act phase
+            obs = _step(env, policy, obs, decisions)                  # act phase
             self._fault(r, "act")
-            obs, _, _, _, _ = env.step(_act(policy, obs, decisions, env))      # vote phase
+            obs = _step(env, policy, obs, decisions)                  # vote phase
             rows, network, posts = recorder.record_round(env, usage)
             if decisions is not None:
                 decisions.write(self.out, r)
@@ -735,12 +738,16 @@ def _wandb_logger(cfg: ExperimentConfig, out: Path, meta: dict):
 _fault_hook: Callable[[int, str], None] | None = None
 
 
-def _act(policy, obs, decisions, env):
-    """The policy's actions, logged first when the run keeps decision logs."""
+def _step(env, policy, obs, decisions):
+    """One step of the policy's actions; with decision logs, they are logged, and what the env
+    refused is taken out again."""
     actions = policy.act(obs)
     if decisions is not None:
         decisions.observe(obs, actions, len(env.vocab))
-    return actions
+    obs, _, _, _, infos = env.step(actions)
+    if decisions is not None:
+        decisions.drop_invalid(infos)
+    return obs
 
 
 def _fault(r: int, point: str) -> None:
