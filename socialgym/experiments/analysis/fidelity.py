@@ -175,7 +175,7 @@ def fidelity_markdown(report: dict) -> str:
     """The fidelity report (:func:`socialgym.experiments.run.distill.distill`'s result) as Markdown."""
     a = report["agreement"]
     out = [f"Distilled from {len(report['train_runs'])} run(s); held out: {len(report['heldout_runs'])}. "
-           f"Training decisions: act {report['train_decisions'].get('act', 0)}, "
+           f"Training rows (one per agent and step): act {report['train_decisions'].get('act', 0)}, "
            f"vote {report['train_decisions'].get('vote', 0)}.", "",
            "**Agreement on held-out decisions** (the network's most likely choice = the logged one):", "",
            "| decisions | held out | agreed | share |", "|---|---:|---:|---:|"]
