@@ -114,6 +114,21 @@ def read_rounds(run: Path) -> list[dict[str, str]]:
     return read_records(Path(run) / layout.ROUNDS)
 
 
+def last_ties(run: Path):
+    """(round, W as CSR) of the run's latest tie matrix, or None without any; ValueError naming
+    the file when it cannot be read."""
+    import scipy.sparse as sp
+
+    found = layout.tie_files(Path(run))
+    if not found:
+        return None
+    number, path = max(found.items())
+    try:
+        return number, sp.load_npz(path).tocsr()
+    except Exception as exc:                 # a truncated or foreign file: say which
+        raise ValueError(f"could not read the tie matrix {path}: {exc}") from None
+
+
 def survey_means(run: Path) -> dict[str, tuple[str, dict[int, float], int]]:
     """surveys.csv read back: ``"<survey>.<item>"`` -> (scale, {round: mean numeric answer}, number
     of answers), over the agents that answered (status ok); free-text items and cells that are

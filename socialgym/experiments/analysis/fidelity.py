@@ -29,10 +29,9 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.envs.feed.encoding import FIELDS, ActionLayout
 from socialgym.platform.actions import ACTION_TYPES, TONES
-from socialgym.rundir import layout as files
 from socialgym.rundir.decisions import read_decisions
 from socialgym.rundir.files import to_float
-from socialgym.rundir.runs import read_rounds
+from socialgym.rundir.runs import last_ties, read_rounds
 
 VOTES = ("dislike", "no vote", "like")
 
@@ -100,12 +99,10 @@ def round_rows(run: Path, agents: Iterable[int]) -> list[dict]:
 
 def tie_stats(run: Path, agents: Iterable[int]) -> dict:
     """Out-degree and out-strength of ``agents`` in the last tie matrix, and their returned share."""
-    import scipy.sparse as sp
-
-    found = files.tie_files(run)
-    if not found:
+    last = last_ties(run)
+    if last is None:
         return {}
-    W = sp.load_npz(found[max(found)]).tocsr()
+    W = last[1]
     idx = np.asarray(sorted(set(int(a) for a in agents)), np.int64)
     out_rows = W[idx]
     degree = np.diff(out_rows.indptr)

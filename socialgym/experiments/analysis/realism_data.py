@@ -17,6 +17,7 @@ import numpy as np
 from socialgym.platform.actions import ACTION_TYPES
 from socialgym.rundir import layout
 from socialgym.rundir.files import read_csv, read_json, read_jsonl
+from socialgym.rundir.runs import last_ties
 
 CONTENT_KINDS = ("POST", "COM", "DM")
 ACTIVE_COLUMNS = ("POST", "COM", "DM")
@@ -167,18 +168,13 @@ def _agent(value: Any, index: dict[str, int], agents: list[str]) -> int:
 
 
 def _last_ties(path: Path, n_agents: int, missing: list[str]):
-    files = layout.tie_files(path)
-    if not files:
+    found = last_ties(path)
+    if found is None:
         missing.append(f"no {layout.TIES}")
         return None
-    import scipy.sparse as sp
-    last = files[max(files)]
-    try:
-        W = sp.load_npz(last).tocsr()
-    except Exception as exc:                 # a truncated or foreign file: say which
-        raise ValueError(f"could not read the tie matrix {last}: {exc}") from None
+    W = found[1]
     if W.ndim != 2 or W.shape[0] != W.shape[1] or (n_agents and W.shape[0] != n_agents):
-        raise ValueError(f"{last} has shape {W.shape}, expected ({n_agents}, {n_agents}) for this run's agents")
+        raise ValueError(f"{layout.tie_path(path, found[0])} has shape {W.shape}, expected ({n_agents}, {n_agents}) for this run's agents")
     return W
 
 

@@ -18,9 +18,8 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.define.schema import TIERS, tier_of
 from socialgym.platform.actions import ACTION_TYPES
-from socialgym.rundir import layout
 from socialgym.rundir.files import to_float
-from socialgym.rundir.runs import read_rounds
+from socialgym.rundir.runs import last_ties, read_rounds
 
 ACTIVE_TYPES = tuple(t for t in ACTION_TYPES if t != "NOT")
 ROWS = (("agents", "agents"), ("total", "mean total reward"),
@@ -41,7 +40,8 @@ def tier_table(run: str | Path) -> list[dict]:
         tier = tier_of(r.get("policy", ""))
         agent_tier[r["agent"]] = tier
         by_tier.setdefault(tier, []).append(r)
-    W = _last_ties(run)
+    last = last_ties(run)
+    W = last[1] if last is not None else None
     out = []
     for tier in (t for t in TIERS if t in by_tier):
         mine = by_tier[tier]
@@ -62,18 +62,6 @@ def tier_table(run: str | Path) -> list[dict]:
             row["tie_strength"] = float(sub.data.mean()) if sub.nnz else 0.0
         out.append(row)
     return out
-
-
-def _last_ties(run: Path):
-    import scipy.sparse as sp
-
-    found = layout.tie_files(run)
-    if not found:
-        return None
-    try:
-        return sp.load_npz(found[max(found)]).tocsr()
-    except Exception as exc:                 # a truncated or foreign file: the section says nothing
-        raise ValueError(f"could not read the tie matrix {found[max(found)]}: {exc}") from None
 
 
 def _cell(value) -> str:

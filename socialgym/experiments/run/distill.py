@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from socialgym.experiments.define.schema import freeze
 from socialgym.experiments.errors import RunError
 from socialgym.rundir import layout
 from socialgym.rundir.decisions import read_decisions
@@ -90,11 +91,11 @@ def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
         start += g.agents
         original_index, index = index, index + (g.kind != "llm")
         if mine <= wanted:
-            g = dataclasses.replace(g, kind="distilled", coach=False, params=_frozen({"path": str(model)}))
+            g = dataclasses.replace(g, kind="distilled", coach=False, params=freeze({"path": str(model)}))
         elif g.kind != "llm" and "seed" not in g.params:
             # the runner seeds a group by its place among the groups that are not llm: pin the
             # original seed, so that replacing groups does not reseed the others
-            g = dataclasses.replace(g, params=_frozen({**g.params, "seed": seed * 1000 + original_index}))
+            g = dataclasses.replace(g, params=freeze({**g.params, "seed": seed * 1000 + original_index}))
         groups.append(g)
     replaced = [i for i, g in enumerate(groups) if g.kind == "distilled"]
     if not replaced:
@@ -106,7 +107,7 @@ def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
         if lambdas is not None:
             env["lambdas"] = lambdas
     cfg = dataclasses.replace(cfg, seed=seed, policy=dataclasses.replace(cfg.policy, groups=tuple(groups)),
-                              logging=logging, env=_frozen(env))
+                              logging=logging, env=freeze(env))
     if out.exists() and kind_of(out) == "run":
         import shutil
         shutil.rmtree(out)                 # a replay is derived data: rebuilt every time
@@ -117,19 +118,14 @@ def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
 
 def persona_lambdas(run: Path) -> list | None:
     """The reward weights a run took from its personas (``personas.json``), agent by agent."""
-    from socialgym.config import REWARD_NAMES
+    from socialgym.agents.persona import Persona, lambdas_matrix
     from socialgym.rundir.files import read_json
 
     personas = read_json(run / layout.PERSONAS, None)
     if not isinstance(personas, dict) or not personas:
         return None
     order = sorted(personas, key=lambda a: int(str(a).rpartition("_")[2]))
-    return [[float((personas[a].get("lambdas") or {}).get(r, 0.2)) for r in REWARD_NAMES] for a in order]
-
-
-def _frozen(mapping: dict):
-    from socialgym.experiments.define.schema import freeze
-    return freeze(mapping)
+    return lambdas_matrix([Persona(**personas[a]) for a in order]).tolist()
 
 
 def write_report(folder: Path, result: dict) -> None:
