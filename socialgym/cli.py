@@ -14,6 +14,7 @@
     socialgym validate RUN_DIR... [--out DIR]                    # the realism scorecard of one or more runs
     socialgym calibrate CONFIG --targets FILE --out DIR          # fit the scripted population to the facts
     socialgym distill RUN_DIR... --out model.pt [--report DIR]   # clone LLM agents into a cheap network
+    socialgym doctor [--json] [--no-model]                       # what this machine can do, each row with its fix
 
 Every failure a user can cause or meet prints one line, ``socialgym: error: ...``. Exit status:
 0 done; 1 a run finished with problems (summary.json's ``problems``, e.g. too many LLM
@@ -21,8 +22,10 @@ fallbacks); 2 a bad config, run directory or checkpoint, or an LLM server that r
 the model; 3 another socialgym process is writing that directory; 4 an operating-system error
 (disk full, read-only, permission denied, a name too long, a file where a folder is needed);
 5 the run stopped before a round that would pass its ``llm.budget`` (summary.json says
-``budget``; ``resume --budget`` raises it and continues); 130 interrupted (Ctrl-C:
-summary.json says ``interrupted``, and ``resume`` continues).
+``budget``; ``resume --budget`` raises it and continues); 6 the LLM server is gone (the embedded
+server's process died, named with its signal or exit code, or no request of a whole round reached
+any server): the round is not kept and ``resume`` continues once a server runs; 130 interrupted
+(Ctrl-C: summary.json says ``interrupted``, and ``resume`` continues).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from socialgym.llm.text import GENERATION_MODES
 from socialgym.platform.actions import CONTENT_TYPES
 from socialgym.rundir import is_sweep, layout
 
-EXIT_PROBLEMS, EXIT_USAGE, EXIT_BUSY, EXIT_OS, EXIT_BUDGET, EXIT_INTERRUPTED = 1, 2, 3, 4, 5, 130
+EXIT_PROBLEMS, EXIT_USAGE, EXIT_BUSY, EXIT_OS, EXIT_BUDGET, EXIT_SERVER, EXIT_INTERRUPTED = 1, 2, 3, 4, 5, 6, 130
 
 DEMO_CONFIG = {
     "seed": 0,
@@ -62,15 +65,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from socialgym.experiments import ConfigError, RunError
     from socialgym.experiments.run.checkpoint import CheckpointError
-    from socialgym.llm.client import LLMFatalError
+    from socialgym.llm.client import LLMFatalError, LLMServerDown
     from socialgym.rundir import DirectoryBusy, RunDirError
 
     commands = {"run": _run, "resume": _resume, "report": _report, "view": _view, "study": _study,
                 "fork": _fork, "compare": _compare, "interview": _interview, "demo": _demo, "estimate": _estimate,
                 "moderation": moderation.run_command, "validate": _validate, "calibrate": _calibrate,
-                "distill": _distill}
+                "distill": _distill, "doctor": _doctor}
     try:
         return commands[args.command](args)
+    except LLMServerDown as exc:
+        return _fail(exc, EXIT_SERVER)
     except (ConfigError, RunError, LLMFatalError, CheckpointError, RunDirError) as exc:
         return _fail(exc, EXIT_USAGE)
     except DirectoryBusy as exc:
@@ -90,6 +95,7 @@ def _fail(message, status: int) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one sub-command per verb (``socialgym --help``)."""
+    from socialgym import doctor
     from socialgym.experiments.studies import moderation
 
     parser = argparse.ArgumentParser(prog="socialgym", description=__doc__,
@@ -104,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_mod = sub.add_parser("moderation", help="compare the six LLM moderation strategies in synthetic discussions",
                            description=moderation.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     moderation.add_arguments(p_mod)
+    p_doc = sub.add_parser("doctor", help="one table of what this machine can and cannot do for socialgym, each "
+                                          "check with the command that fixes it (exit 1: a check failed)",
+                           description=doctor.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    doctor.add_arguments(p_doc)
     return parser
 
 
@@ -239,6 +249,12 @@ def _add_distill_command(sub) -> None:
     p.add_argument("--epochs", type=int, default=None, help="training passes over the decisions")
     p.add_argument("--hidden", type=int, default=None, help="width of the network's hidden layers")
     p.add_argument("--seed", type=int, default=0, help="the training seed")
+
+
+def _doctor(args) -> int:
+    from socialgym.doctor import run_command
+
+    return run_command(args)
 
 
 def _distill(args) -> int:

@@ -19,6 +19,11 @@ llama.cpp, Ollama):
 - 401/403 (a wrong or missing API key) raise ``LLMAuthError`` at once, and every later request
   of the client too: a run must stop, not fall back on every request; so does a 404 (an unknown
   model, or no chat endpoint at ``base_url``), as ``LLMModelError``; both are ``LLMFatalError``;
+- a dead server is named, not papered over with stand-ins: with ``server_check`` set (the
+  embedded model's process watch, set by ``open_client``), a failed connection to a server whose
+  process has exited raises ``LLMServerDown`` at once (its signal or exit code, the end of its
+  log), and every later request too; ``outage(round)`` says whether every request of a round
+  failed to connect (every endpoint down), which the experiment runner turns into the same stop;
 - structured output: a JSON schema goes with every request that expects JSON, in the form the
   server takes. ``structured="auto"`` tries ``json_schema`` (OpenAI, vLLM, llama.cpp's server)
   on the first request, and if the server rejects that form, ``json_object`` with a ``schema``
@@ -58,6 +63,8 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from socialgym.llm.cache import ResponseCache, request_key
 from socialgym.llm.prompts import REPAIR
+from socialgym.llm.errors import LLMAuthError, LLMError, LLMFatalError, LLMModelError, LLMServerDown  # noqa: F401
+from socialgym.llm.outage import Reach, no_server
 from socialgym.llm.router import Endpoint, EndpointState, RouteContext, Router, client_endpoints, is_loopback  # noqa: F401
 from socialgym.llm.sanitize import encodable, one_line, scrub, unencodable_strings
 from socialgym.llm.schemas import Checked, parse_json
@@ -69,37 +76,6 @@ _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
 _AUTH_STATUSES = (401, 403)
 DEFAULT_MAX_REPLY_BYTES = 4 * 2**20
 """``max_reply_bytes``' default, 4 MiB: a reply of ``max_tokens`` = 512 is a few kB."""
-
-
-class LLMError(RuntimeError):
-    """A request failed for good (after retries, or with a non-retryable status)."""
-
-
-class LLMFatalError(RuntimeError):
-    """The server refused something no retry can mend: the API key, the model, the address.
-    Deliberately not an ``LLMError``: the ``complete_*`` methods, and so the policies, do not turn
-    it into fallbacks; it ends the run. The message is one line naming the server and the status
-    (never the key); every later request of the client raises it again without being sent."""
-
-    def __init__(self, message: str, *, status: int | None = None, base_url: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.base_url = base_url
-
-    def __reduce__(self):       # picklable across processes (sweep workers) with its fields
-        return (_fatal_error, (type(self), str(self), self.status, self.base_url))
-
-
-class LLMAuthError(LLMFatalError):
-    """The server refused the API key (HTTP 401 or 403)."""
-
-
-class LLMModelError(LLMFatalError):
-    """The server has no such model, or no chat endpoint at ``base_url`` (HTTP 404)."""
-
-
-def _fatal_error(cls: type, message: str, status: int | None, base_url: str | None) -> LLMFatalError:
-    return cls(message, status=status, base_url=base_url)
 
 
 @dataclass
@@ -232,6 +208,9 @@ class LLMClient:
         self.peak_in_flight = 0
         self.transcript: Callable[[dict], None] | None = None
         """Called with every logical request's prompt and reply (the runner's transcripts.jsonl)."""
+        self.server_check: Callable[[], str | None] | None = None
+        """None while the server's process lives, else why it died (``LocalServer.failure``)."""
+        self._reach = Reach()          # per round: requests sent, and those that found no server
 
     # ------------------------------------------------------------------ lifecycle
     def config(self) -> dict:
@@ -385,7 +364,9 @@ class LLMClient:
         except (LLMError, LLMFatalError) as err:
             self.usage.record(Call(agent, round, purpose, 0, 0, time.perf_counter() - start, False,
                                    getattr(err, "attempts", 1), False, str(err), model, getattr(err, "endpoint", None)))
+            self._reach.count(round, getattr(err, "unreachable", False), str(err))
             raise
+        self._reach.count(round, False)
         self.usage.record(Call(agent, round, purpose, pt, ct, time.perf_counter() - start, False, attempts, True,
                                model=served.model, endpoint=served.name))
         if key is not None:
@@ -417,6 +398,12 @@ class LLMClient:
     def _clean(self, text: Any, limit: int = 300) -> str:
         """Text from the server, fit to be kept: key redacted, encodable, one line, cut."""
         return one_line(scrub(self.router.redact(text)), limit)
+
+    def outage(self, round: int) -> str | None:
+        """Why round ``round`` shows the server gone, or None: the embedded server's process
+        exited (``server_check``), or every request the round sent found no server on any endpoint."""
+        dead = self.server_check() if self.server_check is not None else None
+        return dead or self._reach.outage(round, ", ".join(state.base_url for state in self.router.states))
 
     def _fatal_exception(self) -> LLMFatalError:
         cls, message, status, base_url = self._fatal
@@ -510,12 +497,14 @@ class LLMClient:
             ep = self.router.take(route)
             attempts += 1
             final = False               # a reply too large: the next attempt would get the same
+            unreachable = False         # no server to connect to (refused, reset; not a timeout)
             try:
                 text, pt, ct = await self._attempt(ep, messages, schema, name, max_tokens, seed)
             except openai.APIStatusError as err:
                 status, detail, delay = err.status_code, self._describe(err), _retry_after(err)
             except (openai.APITimeoutError, openai.APIConnectionError) as err:
                 status, detail, delay = None, self._clean(f"{type(err).__name__}: {err}{_root_cause(err)}"), None
+                unreachable = no_server(err)
             except (_BadReply, _Deadline) as err:
                 status, detail, delay = None, str(err), None
             except _ReplyTooLarge as err:
@@ -530,6 +519,11 @@ class LLMClient:
                 ep.pending -= 1
             # decided outside the except clauses: no exception raised here carries the openai
             # error (and the server's unredacted body) as its context
+            if unreachable and self.server_check is not None:
+                dead = self.server_check()
+                if dead is not None:           # the process is gone: no retry can reach it
+                    self._fatal = (LLMServerDown, dead, None, ep.base_url)
+                    raise self._fatal_exception()
             retryable = not final and (status is None or status in (408, 409, 429) or status >= 500)
             if not retryable:                      # the server answered: it is up
                 self.router.answered(ep, route)
@@ -548,7 +542,7 @@ class LLMClient:
                     failovers += 1
                     continue
             if not retryable or attempts - failovers > self.max_retries:
-                raise _failed(f"{detail} (after {attempts} attempt(s))", attempts, ep)
+                raise _failed(f"{detail} (after {attempts} attempt(s))", attempts, ep, unreachable)
             if delay is not None and delay > self.max_retry_wait:     # say so rather than stall the run
                 raise _failed(f"{detail}: the server asked to wait {delay:g} s before retrying (Retry-After), "
                               f"more than max_retry_wait={self.max_retry_wait:g} s; not retried "
@@ -716,9 +710,10 @@ class _CappedStream:
         await self._stream.aclose()
 
 
-def _failed(message: str, attempts: int, ep: EndpointState) -> LLMError:
+def _failed(message: str, attempts: int, ep: EndpointState, unreachable: bool = False) -> LLMError:
     err = LLMError(message)
     err.attempts, err.endpoint = attempts, ep.name
+    err.unreachable = unreachable           # the last attempt found no server to connect to
     return err
 
 

@@ -39,6 +39,9 @@ def open_client(base_url: str | None = None, model: str | None = None, *, api_ke
     (``max_concurrency``, ``temperature``, ``cache`` ...); ``local`` is set here, true exactly for
     the embedded model (small: policies plan under a schema and write texts plainly).
 
+    The embedded server's process is watched (``client.server_check``): once it has exited,
+    requests raise ``LLMServerDown`` naming its signal or exit code instead of falling back.
+
     ``endpoints`` (``Endpoint``s or mappings with its field names): several servers instead of
     ``base_url`` and ``model``, which must then be None. An endpoint with neither ``api_key``
     nor ``api_key_env`` takes ``api_key``, else ``api_key_env``, from here."""
@@ -58,9 +61,12 @@ def open_client(base_url: str | None = None, model: str | None = None, *, api_ke
             base_url, model, key = server.base_url, model or server.model, server.api_key
             local = True
         else:
-            key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
+            server, key = None, api_key or (os.environ.get(api_key_env) if api_key_env else None)
             local = False
-        yield stack.enter_context(LLMClient(base_url, model, api_key=key, local=local, **settings))
+        client = stack.enter_context(LLMClient(base_url, model, api_key=key, local=local, **settings))
+        if server is not None:     # its process watched: a dead server stops the caller, named
+            client.server_check = server.failure
+        yield client
 
 
 __all__ = ["open_client"]

@@ -91,6 +91,34 @@ class LocalServer:
     pid: int
     log_path: str
     api_key: str = field(default="", repr=False)   # random per start; the server refuses requests without it
+    process: subprocess.Popen | None = field(default=None, repr=False, compare=False)
+
+    def failure(self) -> str | None:
+        """None while the server's process runs; once it has exited, one line naming the signal
+        or exit code and the last lines of its log (what the client raises as ``LLMServerDown``)."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        return describe_exit(self.process.returncode, self.pid, self.log_path)
+
+
+def describe_exit(returncode: int, pid: int, log_path: str | os.PathLike) -> str:
+    """One line: how the embedded server's process ended, the end of its log, and what to do."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        how = f"was killed by {name} (signal {-returncode})"
+    else:
+        how = f"exited with code {returncode}"
+    lines = [line.strip() for line in _tail(log_path, 200).splitlines() if line.strip()][-3:]
+    log = " | ".join(lines) if lines else "(empty)"
+    hint = ""
+    if returncode in (-signal.SIGSEGV, -signal.SIGILL, -signal.SIGBUS):
+        hint = ("; a crash at the first request usually means llama.cpp was built for another CPU: "
+                "`socialgym doctor` checks the build, `make llama` rebuilds it portably")
+    return (f"the embedded LLM server (llama.cpp, pid {pid}) {how}; its log ({log_path}) ends: {log[-600:]}"
+            f"{hint}")
 
 
 def default_model_path() -> Path:
@@ -176,7 +204,7 @@ def local_server(model_path: str | os.PathLike | None = None, *, alias: str | No
                                    f"{_tail(log_path)}")
             time.sleep(0.2)
         yield LocalServer(base_url=base_url, model=alias, model_path=str(path), pid=process.pid,
-                          log_path=str(log_path), api_key=api_key)
+                          log_path=str(log_path), api_key=api_key, process=process)
     finally:
         try:
             _stop(process)

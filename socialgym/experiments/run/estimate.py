@@ -169,7 +169,7 @@ def probe(cfg: ExperimentConfig, requests: int = PROBE_REQUESTS) -> Throughput:
 
 
 def _probe_one(client, k: int) -> tuple[float, float]:
-    from socialgym.llm.client import LLMError
+    from socialgym.llm.client import LLMError, LLMServerDown
 
     filler = ("The council met on Tuesday to discuss the new bus routes and the budget for next year. " *
               (PROBE_PROMPT_CHARS // 90 + 1))[:PROBE_PROMPT_CHARS]
@@ -179,16 +179,22 @@ def _probe_one(client, k: int) -> tuple[float, float]:
     async def batch(messages, max_tokens, tag):
         return await asyncio.gather(*(client.chat(messages + [{"role": "user", "content": f"(probe {tag}.{i})"}],
                                                   purpose="probe", max_tokens=max_tokens) for i in range(k)))
-    client.run(batch(decode, 1, "w"))                 # warm up: connections, a loaded model
+    def send(messages, max_tokens, tag):
+        try:
+            client.run(batch(messages, max_tokens, tag))
+        except LLMError as exc:
+            if getattr(exc, "unreachable", False):       # no server there: as a run's round stops
+                raise LLMServerDown(f"--probe: no server to connect to at {client.base_url}: {exc}",
+                                    base_url=client.base_url) from None
+            raise RunError(f"--probe: {client.base_url} did not answer: {exc}") from None
+
+    send(decode, 1, "w")                               # warm up: connections, a loaded model
     rates = []
     for messages, max_tokens, field in ((prefill, 1, "prompt_tokens"), (decode, PROBE_COMPLETION_TOKENS,
                                                                         "completion_tokens")):
         before = len(client.usage.calls)
         t0 = time.perf_counter()
-        try:
-            client.run(batch(messages, max_tokens, field))
-        except LLMError as exc:
-            raise RunError(f"--probe: {client.base_url} did not answer: {exc}") from None
+        send(messages, max_tokens, field)
         seconds = max(time.perf_counter() - t0, 1e-6)
         rates.append(sum(getattr(c, field) for c in client.usage.calls[before:]) / seconds)
     return rates[0], rates[1]

@@ -48,6 +48,7 @@ from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs
 from socialgym.experiments.run.servers import bind_groups, client_settings, listen, run_endpoints
 from socialgym.experiments.run.spending import BUDGET_STATUS, Progress, Spending, Stop, set_budget
 from socialgym.experiments.errors import RunError
+from socialgym.llm.client import LLMServerDown
 from socialgym.rundir.decisions import clear_decisions, decision_log
 from socialgym.rundir import (kind_of, layout, read_run_info, read_summary, was_started, write_personas, write_run_info,
                               write_summary, writer_lock)
@@ -177,6 +178,12 @@ class _RunExecution:
         except KeyboardInterrupt:          # Ctrl-C: resumable from the last checkpoint, and summary.json says so
             self._mark_failed(None)
             raise
+        except LLMServerDown as exc:       # the server died: named, and resumable from the last round kept
+            done = (read_summary(self.out) or {}).get("rounds_completed", 0)
+            down = LLMServerDown(f"{exc}; the run stopped with {done} round(s) kept: `socialgym resume {self.out}` "
+                                 f"continues from there once the server runs", base_url=exc.base_url)
+            self._mark_failed(down)
+            raise down from None
         except Exception as exc:           # the run stops here: say so in summary.json (resume retries)
             self._mark_failed(exc)
             raise
@@ -243,6 +250,7 @@ class _RunExecution:
             obs = _step(env, policy, obs, decisions)                  # act phase
             self._fault(r, "act")
             obs = _step(env, policy, obs, decisions)                  # vote phase
+            self._check_server(r, client)                            # nothing of a round without a server is kept
             rows, network, posts = recorder.record_round(env, usage)
             if decisions is not None:
                 decisions.write(self.out, r)
@@ -284,6 +292,16 @@ class _RunExecution:
         summary["stopped"] = stop.to_dict()
         self._store_summary(summary)
         return summary
+
+    def _check_server(self, r: int, client) -> None:
+        """Stop before round ``r`` is recorded when its server is gone (``LLMClient.outage``):
+        the embedded server's process exited, or no request of the round reached any server.
+        The round's stand-in answers are not kept; a resume plays the round again."""
+        if client is None or self.given_client is not None:
+            return
+        down = client.outage(r)
+        if down is not None:
+            raise LLMServerDown(f"round {r}: {down}", base_url=client.base_url)
 
     def _first_round(self):
         """The usage log of a stand-in run of this config's round 1 (the budget's prediction of

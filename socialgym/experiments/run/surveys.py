@@ -482,18 +482,24 @@ def interview(policy, agent: str, question: str, client, *, round: int, scale: s
         reply = use.run(_ask_numeric(use, owner, agent, round, {}, [item], "interview"))
         answer = int(reply.checked.value["answer"]) if reply.ok else ""
     if not reply.ok and reply.raw is None:       # no reply at all: there is no answer to give
-        _request_failed(use, agent, reply.error)
+        _request_failed(use, agent, reply.error, round)
     if not reply.ok:
         _record_fallback(use, agent, round, "interview", reply.error)
     return {"agent": agent, "round": round, "question": question, "scale": scale, "answer": answer,
             "status": "ok" if reply.ok else "fallback"}
 
 
-def _request_failed(client, agent: str, error: str | None) -> None:
+def _request_failed(client, agent: str, error: str | None, round: int) -> None:
     """Raise the :class:`RunError` of an interview whose request failed (``complete_*``'s
-    "request failed: ..." reply), naming the server."""
+    "request failed: ..." reply), naming the server; ``LLMServerDown`` when no server was there
+    to connect to (as a run's round stops)."""
     from socialgym.experiments.errors import RunError
+    from socialgym.llm.client import LLMServerDown
 
+    outage = getattr(client, "outage", None)
+    down = outage(round) if callable(outage) else None
+    if down is not None:
+        raise LLMServerDown(f"interview of {agent}: {down}", base_url=getattr(client, "base_url", None))
     reason = (error or "no reply").removeprefix("request failed: ")
     server = getattr(client, "base_url", None) or "(unknown address)"
     raise RunError(f"interview: the request to the LLM server at {server} for {agent} failed: {reason}")
