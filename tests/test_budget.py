@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 import scipy.sparse as sp
 import yaml
 
@@ -21,7 +22,7 @@ from socialgym.experiments import ConfigError, load_config
 from socialgym.llm.budget import Budget, BudgetError, Spend, predict_next_round, spend
 from socialgym.llm.usage import Call, Usage
 
-pytest.importorskip("openai")
+need_module("openai")
 from socialgym.llm.testing import FakeServer, request_rng, sample_schema, schema_of  # noqa: E402
 
 PER_ROUND = 3 * 2          # 3 agents x (plan + vote-or-reflect)
@@ -57,6 +58,7 @@ def _summary(run: Path) -> dict:
     return json.loads((run / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_request_budget_stops_at_a_round_boundary_and_resume_finishes_the_run(tmp_path, capsys):
     assert EXIT_BUDGET == 5
     with FakeServer(deterministic=True) as server:
@@ -93,6 +95,7 @@ def test_a_request_budget_stops_at_a_round_boundary_and_resume_finishes_the_run(
     assert load_config(run / "config.yaml").llm.budget == {"requests": 24}
 
 
+@pytest.mark.slow
 def test_a_budget_below_round_one_stops_before_it_with_a_checkpoint(tmp_path, capsys):
     """Round 1 is predicted by the estimator's stand-in run of it: 6 requests, above a budget of 5."""
     with FakeServer(deterministic=True) as server:
@@ -113,6 +116,7 @@ def test_a_budget_below_round_one_stops_before_it_with_a_checkpoint(tmp_path, ca
     _same_outputs(reference, run)
 
 
+@pytest.mark.slow
 def test_each_sweep_job_has_its_own_budget(tmp_path, capsys):
     data = _data("", {"requests": 20})
     data["run"] = {"replicates": 2, "workers": 1}

@@ -110,6 +110,7 @@ def test_small_calibration_end_to_end_and_resume(tmp_path, capsys):
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_two_workers_share_the_journal(tmp_path):
     # spawned worker processes write to one journal; a seed in the config stays out of the population
     config = _write(tmp_path / "pop.yaml", {**SMALL, "policy": {"kind": "social_users", "params": {"seed": 5}}})

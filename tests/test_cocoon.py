@@ -1,9 +1,9 @@
 """The cocoon experiment's direction (issue 3), on a small fast configuration."""
 
 import numpy as np
-import pytest
+from capabilities import need_module
 
-pytest.importorskip("torch")
+need_module("torch")
 from socialgym.experiments.studies.cocoon import CocoonArgs, plot, run  # noqa: E402
 
 

@@ -257,6 +257,7 @@ def check_loads_or_config_error(path: Path):
 # ---------------------------------------------------------------------------------- load-level fuzz
 @settings(max_examples=300, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@pytest.mark.slow
 @given(raw=configs())
 def test_load_config_returns_or_raises_one_line_config_error(folder, raw):
     path = folder / "c.yaml"
@@ -379,6 +380,7 @@ def tiny_configs(draw):
 
 @settings(max_examples=30, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
 @given(raw=tiny_configs())
 def test_cli_run_of_tiny_configs_exits_0_or_2_with_one_line(folder, raw):
     with tempfile.TemporaryDirectory(dir=folder) as d:

@@ -7,8 +7,9 @@ import pickle
 
 import numpy as np
 import pytest
+from capabilities import need_module
 
-pytest.importorskip("openai")
+need_module("openai")
 
 import socialgym  # noqa: E402
 from socialgym.agents.discussion import (  # noqa: E402

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from capabilities import need_module
 
-pytest.importorskip("openai")
+need_module("openai")
 
 import socialgym  # noqa: E402
 from socialgym.agents.discussion import LLMDiscussant, LLMModerator  # noqa: E402

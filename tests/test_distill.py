@@ -13,13 +13,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 
 import socialgym
 from socialgym.envs.feed.convert import act_to_numeric, votes_to_numeric
 from socialgym.envs.feed.encoding import ActionLayout
 from socialgym.rundir.decisions import DecisionLog, read_decisions
 
-torch = pytest.importorskip("torch")
+torch = need_module("torch")
 
 
 # ---------------------------------------------------------------------------------- the conversion, by hand
@@ -116,6 +117,8 @@ def _synthetic_run(seed: int, out: Path) -> None:
         log.write(out, r)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_distilled_policy_reproduces_a_rule_on_held_out_decisions(tmp_path):
     from socialgym.baselines.distill import Args, agreement, behaviour_clone
     from socialgym.baselines.torch_policy import TorchPolicy, save_policy
@@ -196,6 +199,7 @@ def test_a_run_logs_the_decisions_it_is_asked_for(tmp_path):
         assert [int((mine == k).sum()) for k in range(4)] == [int(row[t]) for t in ("POST", "COM", "DM", "NOT")]
 
 
+@pytest.mark.slow
 def test_distill_command_writes_a_model_and_a_fidelity_report(tmp_path, capsys):
     from socialgym.baselines.torch_policy import TorchPolicy
     from socialgym.cli import main

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from capabilities import need_module
 
 from socialgym.experiments import load_config, run_experiment
 
-pytest.importorskip("openai")
+need_module("openai")
 from socialgym.llm.testing import FakeServer  # noqa: E402
 
 AGENTS, ROUNDS = 6, 3

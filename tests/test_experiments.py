@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_module, not_applicable
 import scipy.sparse as sp
 import yaml
 
@@ -203,6 +204,7 @@ def test_run_writes_every_file(tmp_path):
         run_experiment(cfg, out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["act", "outputs", "checkpoint"])
 def test_sigkill_at_each_point_then_resume_is_identical(tmp_path, point):
     path = write_config(tmp_path / "c.yaml", SCRIPTED)
@@ -218,6 +220,7 @@ def test_sigkill_at_each_point_then_resume_is_identical(tmp_path, point):
     assert_same_outputs(ref, broken, 5)
 
 
+@pytest.mark.slow
 def test_external_sigkill_mid_run_then_resume(tmp_path):
     data = {**SCRIPTED, "env": {**SCRIPTED["env"], "n_agents": 40, "max_rounds": 12}}
     path = write_config(tmp_path / "c.yaml", data)
@@ -238,7 +241,7 @@ def test_external_sigkill_mid_run_then_resume(tmp_path):
     proc.wait(30)
     status = json.loads((broken / "summary.json").read_text())
     if status["status"] == "complete":
-        pytest.skip("the run finished before the kill landed")
+        not_applicable("the run finished before the kill landed")
     cli("resume", str(broken), "--quiet")
     assert_same_outputs(ref, broken, 12)
 
@@ -253,8 +256,9 @@ def _deterministic_responder(body: dict, n: int):
     return json.dumps(sample_schema(schema, random.Random(digest))) if schema else "ok"
 
 
+@pytest.mark.slow
 def test_llm_run_sigkill_and_resume_with_cache(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
 
     with FakeServer(_deterministic_responder) as server:
@@ -303,7 +307,7 @@ def test_wandb_without_the_extra_fails_clearly(tmp_path, monkeypatch):
 
 
 def test_wandb_offline_run_under_the_run_dir(tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
+    need_module("wandb")
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_MODE", "offline")
     data = {**SCRIPTED, "env": {**SCRIPTED["env"], "max_rounds": 3},

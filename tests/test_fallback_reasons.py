@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
+from capabilities import need_module
 
 
 
 def test_every_fallback_is_written_with_its_reason(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.experiments import load_config, run_experiment
     from socialgym.llm.testing import FakeServer
 

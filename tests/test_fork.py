@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 import scipy.sparse as sp
 
 from socialgym.experiments import ConfigError, RunError, load_config, run_experiment
@@ -168,7 +169,7 @@ def test_the_fork_command(base_run, tmp_path):
 
 # ---------------------------------------------------------------------------------- LLM runs
 def test_an_llm_fork_without_change_replays_the_original_from_its_cache(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
 
     # replies drawn at random by the server: only the copied cache can make the fork repeat them
@@ -198,6 +199,7 @@ SWEEP = {**BASE, "run": {"replicates": 2, "fork_at": 3, "workers": 1},
          "sweep": {"interventions": [[], [{"kind": "add_ties", "at_round": 4, "soc_strategy": 2}]]}}
 
 
+@pytest.mark.slow
 def test_a_sweep_forks_its_conditions_from_the_first(tmp_path):
     run_sweep(load_config(SWEEP), tmp_path / "s", progress=False)
     manifest = json.loads((tmp_path / "s" / "sweep.json").read_text())

@@ -26,6 +26,7 @@ def misinformation(tmp_path_factory) -> tuple[Path, dict]:
     return out, run_study("misinformation", out, replicates=3, progress=False)
 
 
+@pytest.mark.slow
 def test_the_misinformation_study_forks_three_branches(misinformation):
     out, result = misinformation
     assert result["runs"] == 9
@@ -50,6 +51,7 @@ def test_the_misinformation_study_forks_three_branches(misinformation):
     assert "<h2>Realism scorecard</h2>" in page and page.count("<h3>") == 3     # one per condition
 
 
+@pytest.mark.slow
 def test_the_effect_is_the_mean_over_pairs_of_each_pairs_mean_difference(misinformation):
     from socialgym.experiments.analysis.compare import mean_ci
 
@@ -74,6 +76,7 @@ def test_the_effect_is_the_mean_over_pairs_of_each_pairs_mean_difference(misinfo
     assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high))
 
 
+@pytest.mark.slow
 def test_the_soc_strategy_study_from_the_command_line(tmp_path):
     from socialgym.cli import main
 

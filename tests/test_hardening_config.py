@@ -252,7 +252,7 @@ def test_sizes_have_documented_upper_limits(tmp_path, capsys, key, value, limit)
     t0 = time.perf_counter()
     message = fails(tmp_path, capsys, merged(env={key: value}), words=(f"env.{key}", limit))
     assert str(getattr(feed_config, limit)) in message
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 30       # refused before anything of that size is made (no hang)
 
 
 def test_topic_count_and_length_limits(tmp_path, capsys):
@@ -406,7 +406,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 def test_billion_laughs_fails_fast_with_a_short_message(tmp_path, capsys):
     t0 = time.perf_counter()
     message = fails(tmp_path, capsys, write(tmp_path / "c.yaml", BILLION_LAUGHS), words=("MAX_YAML_NODES",))
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10       # not expanded: its 9**9 leaves would take hours
     assert len(message) < 200
 
 
@@ -415,7 +415,7 @@ def test_alias_bomb_inside_a_real_section(tmp_path, capsys):
         f"  k{i}: &a{i} [{', '.join(['*a' if i == 0 else f'*a{i - 1}'] * 8)}]\n" for i in range(8))
     t0 = time.perf_counter()
     fails(tmp_path, capsys, write(tmp_path / "c.yaml", text), words=("MAX_YAML_NODES",))
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10       # not expanded: 4 * 8**8 leaves
 
 
 def test_too_many_aliases(tmp_path, capsys):
@@ -473,7 +473,7 @@ def test_overrides_go_through_the_same_checks(tmp_path, capsys):
     path = write(tmp_path / "c.yaml", BASE)
     t0 = time.perf_counter()
     fails(tmp_path, capsys, path, "env.topics=" + _bomb(8, 10), words=("--set env.topics", "MAX_YAML_NODES"))
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10       # not expanded: 10**8 leaves
     fails(tmp_path, capsys, path, "env.topics=[&a x, " + ", ".join(["*a"] * 101) + "]",
           words=("--set env.topics", "MAX_YAML_ALIASES"))
     fails(tmp_path, capsys, path, "env.topics=&a [x, *a]", words=("--set env.topics", "recursive alias"))

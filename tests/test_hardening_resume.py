@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 import yaml
 
 from test_experiments import SCRIPTED, assert_same_outputs, cli, write_config
@@ -47,6 +48,7 @@ class _RunsCode:
         return (os.makedirs, (os.environ["SOCIALGYM_TEST_MARKER"],))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_from_someone_else_runs_no_code(tmp_path, monkeypatch):
     """Reported: `socialgym resume DIR` unpickled checkpoint.pkl before any check."""
     out = _killed_run(tmp_path)
@@ -63,6 +65,7 @@ def test_a_checkpoint_from_someone_else_runs_no_code(tmp_path, monkeypatch):
         assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_signed_with_another_key_needs_trust(tmp_path, monkeypatch, reference):
     """A colleague's run directory: refused by default, loaded with --trust and a warning."""
     out = _killed_run(tmp_path)
@@ -77,6 +80,7 @@ def test_a_checkpoint_signed_with_another_key_needs_trust(tmp_path, monkeypatch,
     assert_same_outputs(reference, out, 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "empty"])
 def test_a_corrupt_checkpoint_says_how_to_restart(tmp_path, damage, reference):
     """Reported: a corrupt checkpoint gave a raw UnpicklingError."""
@@ -110,6 +114,7 @@ def test_a_short_rounds_csv_stops_resume(tmp_path):
     assert json.loads((out / "summary.json").read_text())["status"] != "complete"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("victim", ["events.jsonl", "network.csv", "ties/round_0001.npz"])
 def test_deleted_or_edited_outputs_stop_resume(tmp_path, victim):
     """Reported: deleted outputs gave silently partial results."""
@@ -126,6 +131,7 @@ def test_deleted_or_edited_outputs_stop_resume(tmp_path, victim):
         resume_experiment(out, progress=False)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_copied_from_another_run_is_refused(tmp_path):
     """Reported: a checkpoint copied from another run (other seed) was accepted."""
     mine = _killed_run(tmp_path, "mine")
@@ -135,6 +141,7 @@ def test_a_checkpoint_copied_from_another_run_is_refused(tmp_path):
         resume_experiment(mine, progress=False)
 
 
+@pytest.mark.slow
 def test_an_edited_config_is_refused_unless_allowed(tmp_path, reference):
     """Reported: edits to config.yaml were ignored silently."""
     out = _killed_run(tmp_path)
@@ -151,6 +158,7 @@ def test_an_edited_config_is_refused_unless_allowed(tmp_path, reference):
     assert_same_outputs(reference, out, 4)
 
 
+@pytest.mark.slow
 def test_a_forged_complete_status_does_not_stop_resume(tmp_path, reference):
     """Reported: a forged "status": "complete" made resume a no-op."""
     out = _killed_run(tmp_path)
@@ -176,6 +184,7 @@ def test_a_complete_run_is_checked_and_its_summary_rewritten(tmp_path, reference
         resume_experiment(out, progress=False)
 
 
+@pytest.mark.slow
 def test_a_kill_while_the_report_is_built_is_mended_by_resume(tmp_path):
     """Reported: a kill while the report was built left no report.html, and resume would not
     build it."""
@@ -199,11 +208,12 @@ def _llm_data(base_url: str, **run) -> dict:
             "logging": {"report": True, "progress": False}, "run": run}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.2, 1.0])
 def test_a_run_of_fallbacks_ends_non_zero(tmp_path, threshold):
     """Reported (with a wrong key): the whole experiment silently became scripted NOTs and
     `socialgym run` exited 0. Here the server answers, but never with a usable plan or vote."""
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
 
     with FakeServer(lambda body, n: "I would rather not say.") as server:
@@ -226,10 +236,11 @@ def test_a_run_of_fallbacks_ends_non_zero(tmp_path, threshold):
         assert 'class="problem"' not in (tmp_path / "run" / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_wrong_api_key_stops_the_run_with_exit_status_2(tmp_path):
     """Reported: 401 on every call, `socialgym run` exited 0 with "complete, 24 fallbacks", and
     the key echoed in the 401 body was stored in checkpoint.pkl."""
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeReply, FakeServer
 
     key = "sk-probe-SECRET-4711"
@@ -265,9 +276,10 @@ def test_report_of_a_directory_that_is_not_a_run(tmp_path, content, capsys):
     assert len(err.splitlines()) == 1 and ("rounds.csv" in err)
 
 
+@pytest.mark.slow
 def test_a_sweep_reports_its_runs_problems_and_exits_1(tmp_path):
     """The fallback-share check reaches sweeps: every run over the threshold is named."""
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
 
     with FakeServer(lambda body, n: "no JSON here") as server:

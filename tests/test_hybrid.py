@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from capabilities import need_module
 
 from socialgym.experiments import ConfigError, load_config
 
@@ -17,9 +18,10 @@ def test_archetype_params_are_checked_by_the_policy():
 
 
 # ---------------------------------------------------------------------------------- a hybrid run
+@pytest.mark.slow
 def test_a_hybrid_run_against_the_fake(tmp_path):
-    pytest.importorskip("openai")
-    pytest.importorskip("torch")
+    need_module("openai")
+    need_module("torch")
     from socialgym.experiments import run_experiment
     from socialgym.experiments.run.distill import distill
     from socialgym.llm.testing import FakeServer

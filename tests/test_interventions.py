@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_browser, need_module
 import scipy.sparse as sp
 import yaml
 
@@ -207,6 +208,7 @@ def run_killed_and_resumed(tmp_path, data: dict):
     return ref, broken
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill_in_an_intervention_round_is_identical(tmp_path):
     from tests.test_experiments import assert_same_outputs
 
@@ -219,6 +221,7 @@ def test_resume_after_a_kill_in_an_intervention_round_is_identical(tmp_path):
     assert sum(e["kind"] == "INTERVENTION" for e in events(broken)) == 3
 
 
+@pytest.mark.slow
 def test_interventions_edited_before_a_resume_take_effect_with_allow_config_change(tmp_path):
     from tests.test_experiments import cli, write_config
 
@@ -342,6 +345,7 @@ def test_the_viewer_shows_an_injected_post_as_a_post_of_its_round(tmp_path, monk
     assert decode(table["sentiment"])[k] == -0.5
 
 
+@pytest.mark.slow
 def test_the_viewer_marks_intervention_rounds_on_its_slider(tmp_path, monkeypatch):
     from tests.test_viewer_browser import _go_to_round, _open, _page_is_clean
     from socialgym.viewer import build_viewer
@@ -351,11 +355,8 @@ def test_the_viewer_marks_intervention_rounds_on_its_slider(tmp_path, monkeypatc
     out, _ = run(tmp_path, "view", with_interventions(items), monkeypatch)
     page = Path(build_viewer(out))
     assert "events.jsonl: 2 lines of an unknown kind" not in page.read_text()
-    from tests import test_viewer_browser as d
-    reason = d._browser.missing()
-    if reason:
-        pytest.skip(reason)
-    with d._browser.headless_chrome(1200, 900) as drv:
+    browser = need_browser()
+    with browser.headless_chrome(1200, 900) as drv:
         _open(drv, page)
         assert drv.execute_script(
             "return Array.from(document.querySelectorAll('#intervention-rounds option')).map(o => o.value)") == ["3"]
@@ -367,7 +368,7 @@ def test_the_viewer_marks_intervention_rounds_on_its_slider(tmp_path, monkeypatc
 
 
 def test_the_coach_switched_on_and_off_from_its_round(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
     from tests.test_experiments import _deterministic_responder
 
@@ -401,8 +402,9 @@ def test_the_coach_targets_llm_agents_only():
         load_config(with_interventions([{"kind": "coach", "at_round": 2, "target": "g", "enabled": True}]))
 
 
+@pytest.mark.slow
 def test_a_coach_switch_survives_a_kill_and_resume(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
     from tests.test_experiments import _deterministic_responder, assert_same_outputs
 

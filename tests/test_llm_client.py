@@ -12,8 +12,9 @@ import threading
 import time
 
 import pytest
+from capabilities import need_module
 
-pytest.importorskip("openai")
+need_module("openai")
 
 import socialgym  # noqa: E402
 from socialgym.agents import Coach, LLMPolicy, generate_personas  # noqa: E402
@@ -164,13 +165,14 @@ def test_http_429_exhausts_retries_and_falls_back():
 
 def test_timeout_is_retried_then_recorded():
     def responder(body, n):
-        return FakeReply(delay=1.0) if purpose(body) == "votes" else None
+        return FakeReply(delay=60.0) if purpose(body) == "votes" else None
 
     with FakeServer(responder) as server, LLMClient(server.base_url, "fake", api_key=KEY, timeout=0.2,
                                                     max_retries=1, backoff=0.01) as client:
         start = time.perf_counter()
         policy, env, trace = run_episode(client, rounds=1)
-        assert time.perf_counter() - start < 5
+        # 2 attempts of 0.2 s each; without the timeout the votes would wait out the server's 60 s
+        assert time.perf_counter() - start < 30
         falls = client.usage.fallback_rows()
         # the attempt's total deadline (timeout) ends it, or httpx's read timeout, whichever is first
         assert len(falls) == 3 and all("timed out" in f["reason"] for f in falls)
@@ -381,5 +383,7 @@ def test_threads_do_not_leak_after_close():
         client = LLMClient(server.base_url, "fake", api_key=KEY)
         client.run(client.chat([{"role": "user", "content": "hi"}]))
         client.close()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 10          # threads that were told to stop may take a moment under load
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert threading.active_count() <= before

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from capabilities import need_module
 
 from socialgym.llm.schemas import (PlanContext, check_plan, check_survey, check_ties, check_tips,
                                    check_votes, parse_json, plan_schema, survey_schema,
@@ -268,13 +269,13 @@ def _all_schemas():
 
 @pytest.mark.parametrize("name", sorted(_all_schemas()))
 def test_schemas_convert_to_gbnf(name):
-    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    llama_grammar = need_module("llama_cpp.llama_grammar")
     grammar = llama_grammar.json_schema_to_gbnf(json.dumps(_all_schemas()[name]))
     assert "root ::=" in grammar
 
 
 def test_plan_grammar_enforces_user_enum():
-    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    llama_grammar = need_module("llama_cpp.llama_grammar")
     ctx = PlanContext("agent_0", 2, 1, users=("agent_1", "agent_2"), posts=(3,), dms=())
     grammar = llama_grammar.json_schema_to_gbnf(json.dumps(plan_schema(ctx)))
     assert '"\\"agent_1\\""' in grammar and '"\\"agent_2\\""' in grammar

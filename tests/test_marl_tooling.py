@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from capabilities import need_module
 
 import socialgym
 
@@ -53,7 +54,7 @@ def assert_obs_equal(batched: dict, rows: slice, per_agent: dict) -> None:
 
 # ------------------------------------------------------------------------------------ SuperSuit
 def test_supersuit_snippet():
-    pytest.importorskip("supersuit")
+    need_module("supersuit")
 
     # --- snippet: docs/marl_tooling.md "SuperSuit" ---
     import numpy as np
@@ -96,7 +97,7 @@ def test_supersuit_snippet():
 
 @pytest.mark.parametrize("num_cpus", [0, 2])
 def test_supersuit_vector_env_matches_unwrapped(num_cpus):
-    ss = pytest.importorskip("supersuit")
+    ss = need_module("supersuit")
     copies, episodes, seed = 2, 3, 5
     n = copies * N_AGENTS
     envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(make_env()), copies,
@@ -154,7 +155,7 @@ def test_supersuit_vector_env_matches_unwrapped(num_cpus):
 def test_supersuit_unseeded_reset_gives_identical_copies():
     """Documented pitfall: the copies are pickled from one env, so ``reset()`` without a
     seed starts every copy from the config seed (same actions -> same episode)."""
-    ss = pytest.importorskip("supersuit")
+    ss = need_module("supersuit")
     envs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(make_env()), 2, base_class="gymnasium")
     space = make_env().action_space("agent_0")
 
@@ -211,7 +212,7 @@ class TorchRLCompat(BaseParallelWrapper):
 
 
 def test_torchrl_snippet():
-    pytest.importorskip("torchrl")
+    need_module("torchrl")
 
     # --- snippet: docs/marl_tooling.md "TorchRL" ---
     import torch
@@ -243,7 +244,7 @@ def test_torchrl_snippet():
 
 
 def test_torchrl_wrapper_matches_unwrapped():
-    pytest.importorskip("torchrl")
+    need_module("torchrl")
     import torch
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 

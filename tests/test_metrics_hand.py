@@ -13,9 +13,10 @@ import math
 import numpy as np
 import pytest
 
-nx = pytest.importorskip("networkx")
-sp = pytest.importorskip("scipy.sparse")
-metrics = pytest.importorskip("socialgym.metrics")
+import networkx as nx
+import scipy.sparse as sp
+
+import socialgym.metrics as metrics
 network_metrics = metrics.network_metrics
 
 TOL = dict(rel=1e-9, abs=1e-9)
@@ -359,6 +360,7 @@ def test_theta_sweep_equals_network_metrics_at_each_theta():
     assert densities == sorted(densities, reverse=True) and densities[0] > densities[-1] > 0
 
 
+@pytest.mark.slow
 def test_large_graphs_sample_paths_count_triangles_and_leave_modularity_out():
     """Above LARGE_GRAPH nodes (large="sample"): the clustering from sparse triangle counts equals
     networkx's; the path average comes from sampled sources; modularity is not computed."""

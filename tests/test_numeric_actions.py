@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from capabilities import need_module, not_applicable
 
 import socialgym
 from socialgym.baselines import RandomPolicy
@@ -65,7 +66,7 @@ def test_round_one_target_slot_mask_is_the_null_slot():
 
 
 def test_masked_softmax_over_env_masks_has_no_nan_in_round_one():
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     from socialgym.baselines import torch_policy as ppo      # the PPO network's runtime
 
     env = socialgym.parallel_env(n_agents=6, n_actions=2, max_rounds=3, feed_size=4, vote_feed_size=4,
@@ -193,7 +194,7 @@ def convert(array: np.ndarray, form: str):
         return array.tolist()
     if form == "tuple":
         return tuple(array.tolist())
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     if form == "tensor":
         return torch.as_tensor(array)
     if form == "float_grad_tensor":                 # whole numbers in a float tensor that needs grad
@@ -212,7 +213,7 @@ def test_same_step_arrays_via_ndarray_list_and_tensor(form):
 
 
 def test_mixed_forms_in_one_step():
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     env = socialgym.parallel_env(n_agents=4, n_actions=2, max_rounds=2, sentiment="tone",
                                  obs_format="numeric", invalid_actions="strict")
     ref = socialgym.parallel_env(n_agents=4, n_actions=2, max_rounds=2, sentiment="tone",
@@ -282,7 +283,7 @@ def test_a_list_of_action_dicts_keeps_the_structured_hint():
 
 
 def test_tensor_that_cannot_reach_the_cpu_is_an_invalid_action_naming_the_agent():
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     env = socialgym.parallel_env(**{**HAND, "invalid_actions": "strict"})
     env.reset(seed=0)
     post = np.array([0, 0, 0, 0, 1, 1, 0, 0, 1, 1])
@@ -292,10 +293,10 @@ def test_tensor_that_cannot_reach_the_cpu_is_an_invalid_action_naming_the_agent(
         env.step({"agent_0": post, "agent_1": post, "agent_2": meta})
 
 
-@pytest.mark.skipif("not __import__('importlib').util.find_spec('torch') or "
-                    "not __import__('torch').cuda.is_available()")
 def test_cuda_tensors_are_moved_to_the_cpu():
-    import torch
+    torch = need_module("torch")
+    if not torch.cuda.is_available():
+        not_applicable("no CUDA device here (CI and the developers' machines have none)")
 
     env = socialgym.parallel_env(**{**HAND, "invalid_actions": "strict"})
     env.reset(seed=0)
@@ -336,7 +337,7 @@ def test_importing_baselines_does_not_import_torch():
 
 
 def test_torch_policy_is_exported_lazily():
-    pytest.importorskip("torch")
+    need_module("torch")
     import socialgym.baselines as baselines
     from socialgym.baselines import TorchPolicy
     from socialgym.baselines.torch_policy import TorchPolicy as direct

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from capabilities import not_applicable
 import yaml
 
 from socialgym.experiments import RunError, load_config, run_experiment
@@ -54,6 +55,7 @@ def test_a_second_writer_is_refused_and_names_the_holder(tmp_path):
         pass
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_into_one_directory_exactly_one_proceeds(tmp_path):
     config = write_config(tmp_path / "c.yaml", {**SCRIPTED, "env": {**SCRIPTED["env"], "max_rounds": 40}})
     out = tmp_path / "out"
@@ -70,6 +72,7 @@ def test_two_concurrent_runs_into_one_directory_exactly_one_proceeds(tmp_path):
         assert (out / name).read_bytes() == (reference / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_a_resume_while_the_run_writes_is_refused(tmp_path):
     config = write_config(tmp_path / "c.yaml", {**SCRIPTED, "env": {**SCRIPTED["env"], "n_agents": 60,
                                                                        "max_rounds": 300}})
@@ -86,11 +89,12 @@ def test_a_resume_while_the_run_writes_is_refused(tmp_path):
         proc.kill()
         proc.wait(30)
     if not still_running:
-        pytest.skip("the run ended before the resume was tried")
+        not_applicable("the run ended before the resume was tried")
     assert busy.returncode == 3, busy.stderr
     assert error_lines(busy.stderr) and "is being written by `socialgym run`" in busy.stderr
 
 
+@pytest.mark.slow
 def test_a_directory_of_another_kind_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     run_experiment(load_config(SCRIPTED), run_dir)
@@ -105,6 +109,7 @@ def test_a_directory_of_another_kind_is_refused(tmp_path):
     assert study.returncode == 2 and "holds a run, not a study" in study.stderr
 
 
+@pytest.mark.slow
 def test_a_study_is_resumed_only_as_itself(tmp_path):
     out = tmp_path / "study"
     cli("study", "soc-strategy", "--out", str(out), "--quiet")
@@ -117,6 +122,7 @@ def test_a_study_is_resumed_only_as_itself(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- writes stay inside
+@pytest.mark.slow
 def test_links_planted_in_a_run_directory_are_never_written_through(tmp_path):
     run_dir = tmp_path / "run"
     run_experiment(load_config({**SCRIPTED, "logging": {"progress": False}}), run_dir)
@@ -149,6 +155,7 @@ def test_a_linked_plots_folder_is_refused_with_one_line(tmp_path):
     assert list(outside.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_resume_never_truncates_a_linked_output(tmp_path):
     config = write_config(tmp_path / "c.yaml", SCRIPTED)
     run_dir = tmp_path / "run"
@@ -174,6 +181,7 @@ def test_an_out_that_is_a_file_is_one_line_with_status_4(tmp_path):
     assert len(error_lines(done.stderr)) == 1 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_resumable_run_that_says_so(tmp_path):
     config = write_config(tmp_path / "c.yaml", {**SCRIPTED, "env": {**SCRIPTED["env"], "n_agents": 40,
                                                                        "max_rounds": 60}})
@@ -192,7 +200,7 @@ def test_ctrl_c_leaves_a_resumable_run_that_says_so(tmp_path):
     _, stderr = proc.communicate(timeout=120)
     summary = json.loads((out / "summary.json").read_text())
     if summary["status"] == "complete":
-        pytest.skip("the run finished before the interrupt landed")
+        not_applicable("the run finished before the interrupt landed")
     assert proc.returncode == 130, stderr
     assert error_lines(stderr) and "interrupted" in error_lines(stderr)[0] and "Traceback" not in stderr
     assert summary["status"] == "interrupted" and "socialgym resume" in summary["error"]
@@ -240,6 +248,7 @@ def test_view_serve_answers_the_page_alone_and_only_for_loopback(tmp_path):
         server.server_close()
 
 
+@pytest.mark.slow
 def test_an_edited_sweep_manifest_cannot_lead_outside(tmp_path):
     from socialgym.experiments.run.sweep import run_sweep
 
@@ -269,6 +278,7 @@ def test_a_damaged_rounds_file_is_one_line_for_compare(tmp_path):
         f"socialgym: error: {rounds}: row 3 has no round number ('zz'): the file was changed or damaged"]
 
 
+@pytest.mark.slow
 def test_the_config_change_warning_names_only_what_does_not_take_effect(tmp_path):
     data = {**SCRIPTED, "surveys": [{"instrument": "trust", "at_round": 1}]}
     config = write_config(tmp_path / "c.yaml", data)

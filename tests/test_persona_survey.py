@@ -7,6 +7,7 @@ import json
 from collections import Counter
 
 import pytest
+from capabilities import need_module
 
 from socialgym.agents.persona import STANCES, climate_change_personas, load_personas
 from socialgym.experiments import ConfigError, load_config
@@ -35,7 +36,7 @@ def test_persona_source_and_survey_in_configs(tmp_path):
 
 
 def test_survey_runs_through_the_runs_model_and_is_scored_by_hand(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.experiments import run_experiment
     from socialgym.llm.testing import FakeServer, schema_of
 

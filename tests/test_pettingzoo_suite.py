@@ -28,6 +28,13 @@ from socialgym.tasks import TASKS
 IDS = [*TASKS, *REGISTRY]
 PARALLEL_IDS = [*TASKS, *(i for i, module in REGISTRY.items() if hasattr(module, "parallel_env"))]
 LARGE_CYCLES = 4          # 2 rounds: round 2 comments on, DMs about and votes on round 1's posts
+# the fast tier (-m "not slow") runs the suite on these; the other tasks differ only in their
+# rewards' weights and are left to the whole suite
+FAST_IDS = {"socialgym/feed-v0", "socialgym/discussion-v0", "socialgym/feed-mixed-v0", "socialgym/feed-SOC-large-v0"}
+
+
+def tiered(ids):
+    return [i if i in FAST_IDS else pytest.param(i, marks=pytest.mark.slow) for i in ids]
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")   # PettingZoo's advice (non-array obs, names)
 
@@ -43,34 +50,35 @@ def cycles(env_id: str) -> int:
 def test_the_ids_cover_every_registration():
     assert len(TASKS) == 12 and set(REGISTRY) == {"socialgym/feed-v0", "socialgym/discussion-v0"}
     assert PARALLEL_IDS == [*TASKS, "socialgym/feed-v0"]          # the discussion env is AEC only
+    assert FAST_IDS <= set(IDS)
     discussion = socialgym.make("socialgym/discussion-v0")
     assert discussion.unwrapped.metadata["is_parallelizable"] is False
     assert not hasattr(REGISTRY["socialgym/discussion-v0"], "parallel_env")
 
 
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+@pytest.mark.parametrize("env_id", tiered(PARALLEL_IDS))
 def test_parallel_api(env_id):
     env = socialgym.make(env_id)
     assert env.unwrapped.config.invalid_actions == "lenient"       # the default
     parallel_api_test(env, num_cycles=cycles(env_id))
 
 
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+@pytest.mark.parametrize("env_id", tiered(PARALLEL_IDS))
 def test_parallel_seed(env_id):
     parallel_seed_test(lambda: socialgym.make(env_id), num_cycles=cycles(env_id))
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", tiered(IDS))
 def test_aec_api(env_id):
     api_test(socialgym.make(env_id, aec=True), num_cycles=cycles(env_id))
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", tiered(IDS))
 def test_aec_seed(env_id):
     seed_test(lambda: socialgym.make(env_id, aec=True), num_cycles=cycles(env_id))
 
 
-@pytest.mark.parametrize("env_id", PARALLEL_IDS)
+@pytest.mark.parametrize("env_id", tiered(PARALLEL_IDS))
 def test_unmasked_episode_is_deterministic(env_id):
     """What ``parallel_seed_test`` checks, for every step: two envs, the same reset seed and the
     same unmasked samples give equal observations, rewards, flags and infos; the invalid

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from capabilities import need_module
 
 import socialgym
 from socialgym.recommenders import ParamError, make_recommender
 from socialgym.recommenders.features import RANKING_FEATURES
 from socialgym.recommenders.learned import PlatformPolicy, slate_scores
 
-torch = pytest.importorskip("torch")
+torch = need_module("torch")
 from test_platform_seat import TONES, _seat_world  # noqa: E402
 
 

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from capabilities import need_module
 import scipy.sparse as sp
 
 import socialgym
@@ -579,8 +580,9 @@ def test_platform_agent_reward_and_feed():
 
 
 # --------------------------------------------------------------------------- 8: Stable-Baselines3
+@pytest.mark.slow
 def test_sb3_ppo_trains():
-    sb3 = pytest.importorskip("stable_baselines3")
+    sb3 = need_module("stable_baselines3")
     import gymnasium
     import torch
     threads = torch.get_num_threads()
@@ -612,8 +614,9 @@ def _mean_round_engagement(env, act, seeds):
     return float(np.mean(rewards))
 
 
+@pytest.mark.slow
 def test_platform_ppo_beats_random_on_engagement():
-    pytest.importorskip("torch")
+    need_module("torch")
     from socialgym.baselines.platform_ppo import Args, train
     policy, curve = train(Args(objective="engagement", iterations=40, seed=0), log=None)
     assert len(curve) == 40

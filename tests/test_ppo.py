@@ -10,8 +10,9 @@ import pickle
 
 import numpy as np
 import pytest
+from capabilities import need_module, not_applicable
 
-torch = pytest.importorskip("torch")
+torch = need_module("torch")
 
 import socialgym  # noqa: E402
 from socialgym.agents import PolicyMix  # noqa: E402
@@ -211,8 +212,9 @@ def test_evaluation_table_and_curve(trained, tmp_path):
     assert (tmp_path / "curve.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_wandb_logging_offline(tmp_path):
-    pytest.importorskip("wandb")
+    need_module("wandb")
     out = tmp_path / "ppo"
     args = ppo.Args(n_agents=4, max_rounds=2, feed_size=3, vote_feed_size=3, dm_inbox_size=2, iterations=2,
                     num_envs=1, eval_every=0, out=str(out), wandb=True)
@@ -332,7 +334,7 @@ def test_a_policy_trained_at_six_agents_acts_at_nine(trained):
 
 def test_device_cuda_without_cuda_is_a_clear_error(tmp_path):
     if torch.cuda.is_available():
-        pytest.skip("CUDA is available here")
+        not_applicable("CUDA is available here (the test is of its absence)")
     with pytest.raises(ValueError, match="CUDA is not available"):
         ppo.train(ppo.Args(**SMALL, iterations=1, num_envs=1, device="cuda", out=str(tmp_path)), progress=False)
 

@@ -5,8 +5,10 @@ seeds is above random's by more than both 95 % intervals. About 30 s on 2 cores.
 from __future__ import annotations
 
 import pytest
+from capabilities import need_module
 
-torch = pytest.importorskip("torch")
+torch = need_module("torch")
+pytestmark = pytest.mark.slow          # a training run
 
 from socialgym.baselines import RandomPolicy  # noqa: E402
 from socialgym.baselines import ppo  # noqa: E402

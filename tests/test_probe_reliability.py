@@ -15,6 +15,8 @@ import pytest
 
 PROBE = Path(__file__).resolve().parents[1] / "benchmarks" / "probe_reliability.py"
 
+pytestmark = pytest.mark.slow          # the whole module: one probe run of about half a minute
+
 
 def _load_probe():
     spec = importlib.util.spec_from_file_location("probe_reliability", PROBE)

@@ -6,12 +6,13 @@ import sys
 
 import numpy as np
 import pytest
+from capabilities import need_module
 
 from socialgym.baselines.topic_users import TopicUsers
 from socialgym.experiments.studies.cocoon import different_interest_friends
 from socialgym.experiments.studies.recagent import regular_friends
 
-torch = pytest.importorskip("torch")
+torch = need_module("torch")
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +23,7 @@ def quick(tmp_path_factory):
     return json.loads((out / "summary.json").read_text()), out
 
 
+@pytest.mark.slow
 def test_summary_structure(quick):
     summary, out = quick
     assert summary["study"] == "recagent" and summary["population"] == "scripted users"
@@ -48,6 +50,7 @@ def test_summary_structure(quick):
     assert (out / "curves.json").is_file()
 
 
+@pytest.mark.slow
 def test_quick_directions(quick):
     m = quick[0]["measures"]
     ent, sat = m["entropy_after"]["per_run"], m["satisfaction_after"]["per_run"]

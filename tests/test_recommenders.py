@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from capabilities import need_module
 import scipy.sparse as sp
 
 import socialgym
@@ -16,7 +17,7 @@ from socialgym.recommenders import (
 )
 from socialgym.ties import different_interest_ties
 
-torch = pytest.importorskip("torch")
+torch = need_module("torch")
 from socialgym.recommenders.mf import MatrixFactorization  # noqa: E402
 
 NAMES = sorted(REGISTRY)
@@ -26,7 +27,7 @@ HYBRID_KW = {"components": {"mf": 0.5, "popularity": 0.3, "social": 0.2}}
 @pytest.fixture(scope="module")
 def policy_file(tmp_path_factory):
     """A (randomly initialised) trained-ranker file for the ``learned`` recommender."""
-    pytest.importorskip("torch")
+    need_module("torch")
     from socialgym.recommenders.learned import PlatformPolicy
     path = tmp_path_factory.mktemp("learned") / "policy.pt"
     PlatformPolicy(hidden=8, seed=0).save(path, {})

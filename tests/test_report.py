@@ -8,16 +8,17 @@ installed) and checks that every embedded image decodes.
 import csv
 import json
 import re
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
-sp = pytest.importorskip("scipy.sparse")
-pytest.importorskip("matplotlib")
-pytest.importorskip("networkx")
-report = pytest.importorskip("socialgym.experiments.analysis.report")
+import scipy.sparse as sp
+from capabilities import need_chromium, need_module
+
+need_module("matplotlib")                      # the report's figures
+
+import socialgym.experiments.analysis.report as report  # noqa: E402
 build_report = report.build_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -148,6 +149,7 @@ def test_full_run_writes_every_plot_and_a_self_contained_report(tmp_path):
         assert f"<th>{metric}</th>" in html                  # final-value tables
 
 
+@pytest.mark.slow
 def test_learning_curves_only_with_coached_and_uncoached_agents(tmp_path):
     for coached in ((0, 0, 0, 0), (1, 1, 1, 1)):
         run = write_run(tmp_path / f"run_{coached[0]}", coached=coached)
@@ -157,6 +159,7 @@ def test_learning_curves_only_with_coached_and_uncoached_agents(tmp_path):
         assert html.count("data:image/png;base64,") == len(plot_names(run))
 
 
+@pytest.mark.slow
 def test_stale_optional_plot_is_removed(tmp_path):
     run = write_run(tmp_path / "run")
     build_report(run)
@@ -166,6 +169,7 @@ def test_stale_optional_plot_is_removed(tmp_path):
     assert "learning_curves.png" not in plot_names(run)
 
 
+@pytest.mark.slow
 def test_no_groups_no_group_plot(tmp_path):
     run = write_run(tmp_path / "run", groups=("", "", "", ""))
     build_report(run)
@@ -205,6 +209,7 @@ def test_one_round_empty_ties_nan_cocoon_minimal_files(tmp_path):
     assert "No pair of agents has a tie" in html
 
 
+@pytest.mark.slow
 def test_missing_network_and_ties_still_reports(tmp_path):
     run = write_run(tmp_path / "run", network=False, ties=False, events=False)
     (run / "summary.json").write_text(json.dumps({"status": "running"}))   # a bare summary
@@ -214,6 +219,7 @@ def test_missing_network_and_ties_still_reports(tmp_path):
     assert "running" in html
 
 
+@pytest.mark.slow
 def test_truncated_last_line_and_empty_rounds(tmp_path):
     run = write_run(tmp_path / "run")
     with (run / "rounds.csv").open("a") as f:
@@ -253,12 +259,6 @@ def test_import_socialgym_does_not_import_matplotlib():
 
 # --------------------------------------------------------------------------- browser
 
-def find_chromium():
-    if shutil.which("/usr/bin/chromium"):
-        return "/usr/bin/chromium"
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def run_chromium(chromium, profile, *args):
     cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
            "--no-first-run", "--disable-background-networking", "--disable-component-update",
@@ -266,11 +266,9 @@ def run_chromium(chromium, profile, *args):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(tmp_path):
-    chromium = find_chromium()
-    if not chromium:
-        pytest.skip("chromium not installed: "
-                    "apt-get install chromium to run the report rendering test")
+    chromium = need_chromium()
     run = write_run(tmp_path / "run", config="seed: 7\n")
     html = build_report(run).read_text()
     n_images = html.count("data:image/png;base64,")

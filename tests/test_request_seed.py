@@ -4,8 +4,9 @@ replaces the client's seed in the request sent and in the cache key (FakeServer 
 from __future__ import annotations
 
 import pytest
+from capabilities import need_module
 
-pytest.importorskip("openai")
+need_module("openai")
 
 from socialgym.llm import LLMClient, ResponseCache  # noqa: E402
 from socialgym.llm.schemas import Checked  # noqa: E402

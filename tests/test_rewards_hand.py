@@ -22,7 +22,6 @@ import math
 import numpy as np
 import pytest
 
-socialgym = pytest.importorskip("socialgym")
 
 COMPONENTS = ("SOC", "INF", "PRE", "COORD", "EMO")
 LN2, LN3, LN4 = math.log(2), math.log(3), math.log(4)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 import yaml
 
 from socialgym.experiments import RunError, load_config
@@ -48,6 +49,7 @@ def _run_dirs(out: Path) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------------- 1. sweeps verify
+@pytest.mark.slow
 def test_an_untouched_complete_sweep_is_skipped_whole(sweep):
     before = {p: (p / "rounds.csv").read_bytes() for p in _run_dirs(sweep)}
     result = resume_sweep(sweep, progress=False)
@@ -55,6 +57,7 @@ def test_an_untouched_complete_sweep_is_skipped_whole(sweep):
     assert {p: (p / "rounds.csv").read_bytes() for p in _run_dirs(sweep)} == before
 
 
+@pytest.mark.slow
 def test_another_cells_run_in_a_jobs_folder_is_not_skipped(sweep):
     first, second = _run_dirs(sweep)             # c00 (random) and c01 (chronological)
     shutil.rmtree(first)
@@ -66,6 +69,7 @@ def test_another_cells_run_in_a_jobs_folder_is_not_skipped(sweep):
     assert "is not the sweep cell's config" in message
 
 
+@pytest.mark.slow
 def test_a_summary_that_claims_more_than_was_run_is_not_skipped(sweep):
     run = _run_dirs(sweep)[0]
     summary = json.loads((run / "summary.json").read_text())
@@ -75,6 +79,7 @@ def test_a_summary_that_claims_more_than_was_run_is_not_skipped(sweep):
         resume_sweep(sweep, progress=False)
 
 
+@pytest.mark.slow
 def test_a_changed_output_file_of_a_complete_run_is_found(sweep):
     run = _run_dirs(sweep)[1]
     rounds = run / "rounds.csv"
@@ -83,6 +88,7 @@ def test_a_changed_output_file_of_a_complete_run_is_found(sweep):
         resume_sweep(sweep, progress=False)
 
 
+@pytest.mark.slow
 def test_a_run_json_of_another_replicate_is_found(sweep):
     run = _run_dirs(sweep)[0]
     info = json.loads((run / "run.json").read_text())
@@ -98,7 +104,7 @@ NOT_FOUND = {"error": {"message": "The model `no-such-model` does not exist.", "
 
 
 def test_an_unknown_model_stops_the_client_at_the_first_reply():
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm import LLMClient, LLMModelError
     from socialgym.llm.testing import FakeReply, FakeServer
 
@@ -113,7 +119,7 @@ def test_an_unknown_model_stops_the_client_at_the_first_reply():
 
 
 def test_an_unknown_model_is_fatal_not_a_fallback():
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm import LLMClient, LLMError, LLMFatalError, LLMModelError
     from socialgym.llm.testing import FakeReply, FakeServer
 
@@ -129,7 +135,7 @@ def test_an_unknown_model_is_fatal_not_a_fallback():
 
 
 def test_a_404_without_a_model_names_the_address():
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm import LLMClient, LLMModelError
     from socialgym.llm.testing import FakeReply, FakeServer
 
@@ -139,8 +145,9 @@ def test_a_404_without_a_model_names_the_address():
             client.run(client.chat([{"role": "user", "content": "hi"}]))
 
 
+@pytest.mark.slow
 def test_a_run_against_an_unknown_model_exits_with_one_line(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeReply, FakeServer
 
     with FakeServer(lambda body, n: FakeReply(status=404, body=NOT_FOUND)) as server:
@@ -165,7 +172,7 @@ def test_a_run_against_an_unknown_model_exits_with_one_line(tmp_path):
 
 # ---------------------------------------------------------------------------------- 3. sweep over personas
 def test_a_sweep_over_personas_keeps_the_survey_key(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     other = tmp_path / "people.json"
     other.write_text(json.dumps([{"name": f"P{i}", "issue": "climate policy"} for i in range(3)]))
     cfg = load_config({"seed": 0, "env": {"n_agents": 3, "max_rounds": 2},
@@ -183,7 +190,7 @@ def test_a_sweep_over_personas_keeps_the_survey_key(tmp_path):
 
 # ---------------------------------------------------------------------------------- 4. survey requests logged
 def test_the_persona_survey_is_in_the_transcripts(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     import hashlib
     import random
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from capabilities import need_module
 from pettingzoo.test import parallel_api_test
 
 import socialgym
@@ -88,9 +89,10 @@ def test_flat_observation_passes_the_parallel_api_test():
                       num_cycles=21)
 
 
+@pytest.mark.slow
 def test_sb3_snippet():
-    pytest.importorskip("stable_baselines3")
-    pytest.importorskip("supersuit")
+    need_module("stable_baselines3")
+    need_module("supersuit")
 
     # --- snippet: docs/marl_tooling.md "Stable-Baselines3" ---
     import supersuit as ss

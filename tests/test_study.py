@@ -9,9 +9,10 @@ import json
 import random
 
 import pytest
+from capabilities import need_module
 
-pytest.importorskip("openai")
-pytest.importorskip("matplotlib")
+need_module("openai")
+need_module("matplotlib")
 
 from socialgym.experiments import RunError, load_config  # noqa: E402
 from socialgym.experiments.studies.ties_coach import REAL_NETWORKS, bands, config_path, run_study  # noqa: E402
@@ -55,6 +56,7 @@ def test_real_network_bands_are_the_spread_between_the_eight_networks():
     assert set(REAL_NETWORKS) == {"density", "clustering", "lcc_fraction", "avg_shortest_path_norm", "modularity"}
 
 
+@pytest.mark.slow
 def test_paper_scale_end_to_end_on_the_fake_server(tmp_path):
     with FakeServer(deterministic) as server:
         result = run_study("ties-coach", tmp_path / "study", scale="paper", replicates=1,
@@ -79,6 +81,7 @@ def test_paper_scale_end_to_end_on_the_fake_server(tmp_path):
     assert "<h2>Realism scorecard</h2>" in page and page.count("<h3>") == 4       # one per condition
 
 
+@pytest.mark.slow
 def test_study_resumes_after_sigkill_with_identical_outputs(tmp_path, monkeypatch):
     with FakeServer(deterministic) as server:
         whole = run_study("ties-coach", tmp_path / "whole", scale="small", replicates=1,

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from capabilities import need_module
 import scipy.sparse as sp
 
 from socialgym.experiments.define.surveys import SurveyError, check_surveys
@@ -329,7 +330,7 @@ def broken(body, n):
 
 @pytest.fixture
 def llm_setup():
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm import LLMClient
     from socialgym.llm.testing import FakeServer
 

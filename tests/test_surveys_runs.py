@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from capabilities import need_module
 
 from socialgym.experiments import RunError, load_config, run_experiment
 from socialgym.experiments.run import runner as runner_module
@@ -85,6 +86,7 @@ def test_no_survey_files_without_surveys(tmp_path):
     assert not (tmp_path / "n" / "surveys.csv").exists() and not (tmp_path / "n" / "interviews.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_kill_in_a_survey_round_resumes_to_the_same_files(tmp_path):
     from tests.test_experiments import assert_same_outputs
     from tests.test_interventions import run_killed_and_resumed
@@ -154,7 +156,7 @@ def _llm_config(server, **extra) -> dict:
 
 
 def test_llm_agents_answer_surveys_through_the_runs_model(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
 
     with FakeServer(_survey_responder) as server:
@@ -184,7 +186,7 @@ def test_llm_agents_answer_surveys_through_the_runs_model(tmp_path):
 
 
 def test_an_interview_answers_from_a_snapshot_and_changes_nothing(tmp_path, capsys):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.cli import main
     from socialgym.llm.testing import FakeServer
 
@@ -221,6 +223,7 @@ def test_survey_config_errors_are_one_line():
         assert words in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_the_report_plots_the_survey_means_and_names_the_fork(tmp_path):
     from socialgym.experiments.run.fork import fork_run
     from socialgym.rundir import survey_means
@@ -241,7 +244,7 @@ def test_the_report_plots_the_survey_means_and_names_the_fork(tmp_path):
 
 
 def test_generated_personas_take_the_runs_topics_and_each_agents_label(tmp_path):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.llm.testing import FakeServer
 
     with FakeServer(_survey_responder) as server:

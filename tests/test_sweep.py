@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_module
 from scipy import stats
 
 from socialgym.experiments import RunError, load_config
@@ -139,6 +140,7 @@ def test_comparison_plots(local_sweep):
         assert path.exists() and path.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_single_replicate_ci_is_the_mean(tmp_path):
     out = tmp_path / "one"
     run_sweep(tiny(run={"replicates": 1, "workers": 1}, sweep={"env.recommender": ["random"]}), out,
@@ -149,6 +151,7 @@ def test_single_replicate_ci_is_the_mean(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- resume
+@pytest.mark.slow
 def test_resume_reruns_only_the_missing_job(local_sweep, tmp_path):
     src, _ = local_sweep
     out = tmp_path / "copy"
@@ -166,6 +169,7 @@ def test_resume_reruns_only_the_missing_job(local_sweep, tmp_path):
     assert (gone / "rounds.csv").read_text() == (src / "runs/c00-env.recommender=random/rep_1/rounds.csv").read_text()
 
 
+@pytest.mark.slow
 def test_killed_jobs_resume_from_their_checkpoints(local_sweep, tmp_path, monkeypatch):
     # every worker SIGKILLs itself after round 2's outputs (the tests' kill switch, conftest.py): the pool
     # breaks, every job is reported failed; resume continues each from its round-1 checkpoint
@@ -187,6 +191,7 @@ def test_resume_rejects_a_non_sweep(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- failures
+@pytest.mark.slow
 def test_failing_job_does_not_stop_the_others(tmp_path):
     # valid at config load (the file exists); reading it as a model fails when the run builds
     # its policies
@@ -213,8 +218,9 @@ def test_failing_job_does_not_stop_the_others(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- ray
+@pytest.mark.slow
 def test_ray_backend(tmp_path):
-    ray = pytest.importorskip("ray")
+    ray = need_module("ray")
     assert not ray.is_initialized()
     cfg = tiny(run={"replicates": 2, "workers": 2, "backend": "ray"}, sweep={})
     out = tmp_path / "ray"

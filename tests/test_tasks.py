@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_module
 from pettingzoo.test import api_test, parallel_api_test
 
 import socialgym
@@ -68,7 +69,8 @@ def test_registry_and_sizes():
 
 
 def test_small_size_is_the_ppo_default():
-    ppo = pytest.importorskip("socialgym.baselines.ppo")
+    need_module("torch")
+    from socialgym.baselines import ppo
     kwargs = ppo.env_kwargs(ppo.Args())
     assert {k: kwargs[k] for k in SIZES["small"]} == dict(SIZES["small"])
     env = ppo.make_env(ppo.Args())                                      # trains on the task itself

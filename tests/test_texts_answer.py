@@ -12,8 +12,9 @@ import hashlib
 import json
 
 import pytest
+from capabilities import need_module
 
-pytest.importorskip("openai")
+need_module("openai")
 
 import socialgym  # noqa: E402
 from socialgym.agents import LLMPolicy, generate_personas  # noqa: E402

@@ -34,9 +34,7 @@ import math
 
 import numpy as np
 import pytest
-
-socialgym = pytest.importorskip("socialgym")
-sp = pytest.importorskip("scipy.sparse")
+import scipy.sparse as sp
 
 TOL = dict(rel=1e-6, abs=1e-7)
 

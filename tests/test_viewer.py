@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-sp = pytest.importorskip("scipy.sparse")
-pytest.importorskip("networkx")
+import scipy.sparse as sp
+from capabilities import need_node
 
 from socialgym.viewer import ViewerError, build_viewer, decode, likes_dislikes, load, tie_matrix  # noqa: E402
 from socialgym.viewer.data import transcript_text  # noqa: E402
@@ -313,19 +313,19 @@ def test_moderation_run(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- pyFloat (node)
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed: the JS float formatting is "
-                    "checked by the browser test only")
 def test_js_float_format_matches_python_repr():
+    node = need_node()
     js = (Path(sys.modules["socialgym.viewer"].__file__).with_name("viewer.js")).read_text()
     body = re.search(r"(  function pyFloat\(x\) \{.*?\n  \})", js, re.S).group(1)
     rng = np.random.default_rng(0)
     values = np.concatenate([rng.random(200), rng.random(50) * 1e-5, [0.0, 1.0, 0.25, 1e-7, 5e-5, 0.1, 1e16, 123.0]])
     f32 = [float(np.float32(v)) for v in values] + [float(v) for v in values]
     script = body + "\nconsole.log(JSON.stringify(" + json.dumps(f32) + ".map(pyFloat)));"
-    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
     assert json.loads(out) == [repr(v) for v in f32]
 
 
+@pytest.mark.slow
 def test_cli_view_and_serve_on_loopback(run_dir, tmp_path):
     """`socialgym view DIR` writes the page and prints its path; `--serve` serves it on 127.0.0.1;
     a sweep root or a missing directory is one line and exit status 2."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib.util
 import json
 import os
 import random
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from capabilities import browser_helper, need_browser, need_module
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUND = 3
@@ -40,14 +40,7 @@ TRICKY = ("<b>bold?</b>", "a & b", "\"quoted\" it's", "café ✓ 🙂", "<script
           "<img src=x onerror=\"window.__xss=2\">")
 
 
-def _load_browser_helper():
-    spec = importlib.util.spec_from_file_location("socialgym_bench_browser", ROOT / "benchmarks" / "_browser.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_browser = _load_browser_helper()
+_browser = browser_helper()          # benchmarks/_browser.py
 
 
 # --------------------------------------------------------------------------- runs
@@ -99,7 +92,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def feed_run(tmp_path_factory):
-    pytest.importorskip("openai")
+    need_module("openai")
     from socialgym.experiments import load_config, run_experiment
     from socialgym.llm.testing import FakeServer
 
@@ -151,9 +144,7 @@ def _build(run_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def driver():
-    reason = _browser.missing()
-    if reason:
-        pytest.skip(reason)
+    need_browser()
     with _browser.headless_chrome(1400, 1000) as d:
         yield d
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_module
 import scipy.sparse as sp
 
-wandb = pytest.importorskip("wandb")
+wandb = need_module("wandb")
 
 from socialgym.experiments.run.wandb_log import WandbLogger  # noqa: E402
 from socialgym.llm.sanitize import drop_secrets as sanitize_config  # noqa: E402

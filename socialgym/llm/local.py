@@ -40,7 +40,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 DEFAULT_ALIAS = "smollm2-135m-instruct"
 
@@ -164,19 +164,52 @@ def local_server(model_path: str | os.PathLike | None = None, *, alias: str | No
         raise FileNotFoundError(f"model file {path} does not exist")
     alias = alias or (DEFAULT_ALIAS if model_path is None else path.stem)
     threads = n_threads or os.cpu_count() or 1
-    port = _free_port()
     if log_path is None:
         fd, log_name = tempfile.mkstemp(prefix="socialgym-llama-", suffix=".log")
         os.close(fd)
         log_path = log_name
-    server_args = ["--model", str(path), "--model_alias", alias,
-                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
-                   "--n_threads", str(threads), "--n_threads_batch", str(threads),
-                   "--cache", "true" if cache else "false", "--flash_attn", "true" if flash_attn else "false",
-                   "--verbose", "false", *extra_args]
+    settings = ["--model", str(path), "--model_alias", alias, "--host", "127.0.0.1", "--n_ctx", str(n_ctx),
+                "--n_threads", str(threads), "--n_threads_batch", str(threads),
+                "--cache", "true" if cache else "false", "--flash_attn", "true" if flash_attn else "false",
+                "--verbose", "false", *extra_args]
     api_key = secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if k.upper() not in _SERVER_ENV}
     env["API_KEY"] = api_key
+    deadline = time.monotonic() + startup_timeout
+    for attempt in range(_PORT_TRIES):
+        # the free port is found by binding and closing it: another process may take it before the
+        # server binds it (parallel test workers do), so a server that finds it taken starts again
+        port = _free_port()
+        process, watch_write, log = _launch([*settings, "--port", str(port)], env, log_path)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        try:
+            _wait_ready(process, base_url, api_key, log_path, deadline, startup_timeout,
+                        retry=attempt + 1 < _PORT_TRIES)
+        except _PortTaken:
+            _stop(process)
+            os.close(watch_write)
+            log.close()
+            continue
+        except BaseException:
+            _close(process, watch_write, log)
+            raise
+        break
+    try:
+        yield LocalServer(base_url=base_url, model=alias, model_path=str(path), pid=process.pid,
+                          log_path=str(log_path), api_key=api_key, process=process)
+    finally:
+        _close(process, watch_write, log)
+
+
+_PORT_TRIES = 5
+
+
+class _PortTaken(Exception):
+    """The server could not bind its port: another process took it first."""
+
+
+def _launch(server_args: list[str], env: dict, log_path) -> tuple[subprocess.Popen, int, Any]:
+    """The server under its watchdog: (process, the write end of its parent pipe, its log file)."""
     deathsig = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
     log = open(log_path, "wb")
     watch_read, watch_write = os.pipe()      # the parent holds the write end until the server stopped
@@ -192,25 +225,29 @@ def local_server(model_path: str | os.PathLike | None = None, *, alias: str | No
         raise
     finally:
         os.close(watch_read)
-    base_url = f"http://127.0.0.1:{port}/v1"
+    return process, watch_write, log
+
+
+def _wait_ready(process: subprocess.Popen, base_url: str, api_key: str, log_path, deadline: float,
+                startup_timeout: float, *, retry: bool) -> None:
+    while not _answers(f"{base_url}/models", api_key):
+        if process.poll() is not None:
+            tail = _tail(log_path)
+            if retry and "address already in use" in tail:
+                raise _PortTaken()
+            raise RuntimeError(f"the llama.cpp server exited with code {process.returncode}:\n{tail}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the llama.cpp server did not answer within {startup_timeout:.0f} s:\n"
+                               f"{_tail(log_path)}")
+        time.sleep(0.2)
+
+
+def _close(process: subprocess.Popen, watch_write: int, log) -> None:
     try:
-        deadline = time.monotonic() + startup_timeout
-        while not _answers(f"{base_url}/models", api_key):
-            if process.poll() is not None:
-                raise RuntimeError(f"the llama.cpp server exited with code {process.returncode}:\n"
-                                   f"{_tail(log_path)}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the llama.cpp server did not answer within {startup_timeout:.0f} s:\n"
-                                   f"{_tail(log_path)}")
-            time.sleep(0.2)
-        yield LocalServer(base_url=base_url, model=alias, model_path=str(path), pid=process.pid,
-                          log_path=str(log_path), api_key=api_key, process=process)
+        _stop(process)
     finally:
-        try:
-            _stop(process)
-        finally:
-            os.close(watch_write)            # (the watchdog kills whatever is left of the server)
-            log.close()
+        os.close(watch_write)            # (the watchdog kills whatever is left of the server)
+        log.close()
 
 
 def _stop(process: subprocess.Popen) -> None:
