@@ -117,16 +117,67 @@ def read_rounds(run: Path) -> list[dict[str, str]]:
 def last_ties(run: Path):
     """(round, W as CSR) of the run's latest tie matrix, or None without any; ValueError naming
     the file when it cannot be read."""
-    import scipy.sparse as sp
-
     found = layout.tie_files(Path(run))
     if not found:
         return None
     number, path = max(found.items())
+    return number, load_tie_matrix(path)
+
+
+def load_tie_matrix(path: Path, n: int | None = None):
+    """The tie matrix in ``path`` (a scipy ``save_npz`` file) as CSR, every array checked before
+    scipy touches it: scipy's own loader bounds nothing, and its arithmetic on an index past the
+    matrix (or a negative one) crashes the process or corrupts its heap. ``n``: the run's number of
+    agents, when known. ValueError naming the file and what is wrong."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"could not read the tie matrix {path}: {why}")
+
     try:
-        return number, sp.load_npz(path).tocsr()
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
     except Exception as exc:                 # a truncated or foreign file: say which
-        raise ValueError(f"could not read the tie matrix {path}: {exc}") from None
+        raise bad(f"{type(exc).__name__}: {exc}") from None
+    fmt = arrays.get("format")
+    fmt = fmt.item() if isinstance(fmt, np.ndarray) and fmt.size == 1 else None
+    fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else fmt
+    if fmt not in ("csr", "csc", "coo"):
+        raise bad(f"not a sparse matrix of a known format (format {fmt!r})")
+    shape = arrays.get("shape")
+    if shape is None or shape.shape != (2,) or shape.dtype.kind not in "iu":
+        raise bad("no shape of two integers")
+    rows, cols = (int(x) for x in shape)
+    if rows != cols or rows < 0 or rows > 10**8 or (n is not None and rows != n):
+        raise bad(f"shape {rows} x {cols}, not the square matrix of the run's "
+                  f"{n if n is not None else 'agents'}")
+    need = ("row", "col", "data") if fmt == "coo" else ("indices", "indptr", "data")
+    if any(key not in arrays or arrays[key].ndim != 1 for key in need):
+        raise bad(f"missing or misshapen arrays (a {fmt} matrix needs {', '.join(need)})")
+    data = arrays["data"]
+    if data.dtype.kind not in "iuf" or not np.isfinite(data).all():
+        raise bad("weights that are not finite numbers")
+    for key in need[:-1]:
+        if arrays[key].dtype.kind not in "iu":
+            raise bad(f"{key} that are not integers")
+    if fmt == "coo":
+        row, col = arrays["row"], arrays["col"]
+        if not (len(row) == len(col) == len(data)):
+            raise bad("row, col and data of different lengths")
+        if len(row) and (row.min() < 0 or row.max() >= rows or col.min() < 0 or col.max() >= cols):
+            raise bad("an index outside the matrix")
+        return sp.coo_matrix((data, (row, col)), shape=(rows, cols)).tocsr()
+    indices, indptr = arrays["indices"], arrays["indptr"]
+    if len(indptr) != rows + 1 or (len(indptr) and (indptr[0] != 0 or indptr[-1] != len(indices)
+                                                   or (np.diff(indptr) < 0).any())):
+        raise bad("an index pointer that does not fit the matrix")
+    if len(indices) != len(data):
+        raise bad("indices and data of different lengths")
+    if len(indices) and (indices.min() < 0 or indices.max() >= cols):
+        raise bad("an index outside the matrix")
+    make = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    return make((data, indices, indptr), shape=(rows, cols)).tocsr()
 
 
 def survey_means(run: Path) -> dict[str, tuple[str, dict[int, float], int]]:

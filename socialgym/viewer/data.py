@@ -29,6 +29,7 @@ from socialgym.rundir.files import finite_number, read_csv, read_json, read_json
 from socialgym.rundir.layout import COUNT_COLUMNS, REWARD_COLUMNS
 from socialgym.platform.actions import CONTENT_TYPES
 from socialgym.rundir import is_sweep, layout
+from socialgym.rundir.runs import load_tie_matrix
 
 FORMAT = "socialgym-viewer/1"
 THETA = 0.1                   # specification §4: W_ud >= theta, default 0.1 (socialgym.metrics.network_metrics)
@@ -592,11 +593,11 @@ def _read_ties(path: Path, n: int, T: int, files: dict[int, Path], notices: list
         if file is None:
             continue
         try:
-            W = sp.load_npz(file).tocsr()
-        except Exception:                   # noqa: BLE001 - a truncated or foreign file
+            W = load_tie_matrix(file)
+        except ValueError:                  # a truncated, foreign or damaged file (never handed to scipy)
             unreadable.append(r)
             continue
-        if W.ndim != 2 or W.shape != (n, n):
+        if W.shape != (n, n):
             wrong.append(r)
             continue
         W = W.astype(np.float32)

@@ -30,6 +30,7 @@ from socialgym.experiments.analysis.realism import realism_html
 from socialgym.experiments.analysis.tiers import tiers_html
 from socialgym.rundir import layout, read_run_info, survey_means
 from socialgym.rundir.layout import REWARD_COLUMNS
+from socialgym.rundir.runs import load_tie_matrix
 
 # network.png panels; the cocoon metrics are NaN until a feed was shown, so they are drawn only
 # when they hold at least one number
@@ -131,14 +132,10 @@ def _load_last_ties(run: _LoadedRun) -> None:
         run.ties_note = f"no tie matrices ({layout.TIES}/round_*.npz) in the run directory"
         return
     number, path = max(files.items())
-    import scipy.sparse as sp
     try:
-        W = sp.load_npz(path).tocsr()
-    except Exception as exc:                     # a truncated or foreign file: say so in the plot
-        run.ties_note = f"could not read {layout.TIES}/{path.name}: {exc}"
-        return
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        run.ties_note = f"{layout.TIES}/{path.name} is not a square matrix (shape {W.shape})"
+        W = load_tie_matrix(path)
+    except ValueError as exc:                    # a truncated, foreign or damaged file: say so in the plot
+        run.ties_note = str(exc).replace(str(path), f"{layout.TIES}/{path.name}")
         return
     run.ties, run.ties_round = W, number
 

@@ -35,6 +35,7 @@ from socialgym.experiments.define import ConfigError, load_config
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.studies import fork_studies as fork_study
 from socialgym.rundir.files import atomic_write, own_dir, read_json, write_csv
+from socialgym.rundir.runs import load_tie_matrix
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
 from socialgym.experiments.analysis.compare import mean_ci
 from socialgym.experiments.analysis.realism import conditions_html
@@ -181,12 +182,13 @@ def _task_curves(path: Path) -> dict[str, np.ndarray]:
 
 
 def _final_ties(path: Path):
-    import scipy.sparse as sp
-
     files = sorted((path / "ties").glob("round_*.npz"))
     if not files:
         raise RunError(f"{path} has no ties/round_*.npz (logging.ties must be on)")
-    return sp.load_npz(files[-1])
+    try:
+        return load_tie_matrix(files[-1])
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _groups(path: Path) -> list[str]:
