@@ -19,6 +19,7 @@ and everything a trained policy needs without the training script:
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -478,17 +479,29 @@ def read_model_file(path: str | Path) -> dict:
 def save_policy(path: Path, actor: Actor, layout, args: Any) -> None:
     """Write ``actor`` (network, heads, normaliser) to ``path`` in ``MODEL_FORMAT``: ``layout`` is the
     environment's action layout, ``args`` the training ``Args`` (a dataclass, stored whole; its
-    ``hidden`` is the network's width). Written to a temporary file, then renamed: no half file."""
-    tmp = path.with_suffix(".tmp")
+    ``hidden`` is the network's width). Written to a new temporary file beside it (created
+    exclusively: a link planted under any name is never written through), then renamed: no half file."""
+    import tempfile
+
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     lay = dataclasses.asdict(layout)
     norm = actor.norm
-    torch.save({"format": MODEL_FORMAT, "state_dict": {k: v.cpu() for k, v in actor.net.state_dict().items()},
-                "env_nvec": [int(v) for v in layout.nvec], "act_length": int(layout.act_length),
-                "peer_components": list(actor.heads.peer_components),
-                "widths": {str(k): w for k, w in actor.heads.widths.items()}, "n_features": actor.net.n_features,
-                "hidden": args.hidden, "interface": {k: int(lay[k]) for k in INTERFACE},
-                "obs_mean": None if norm is None else norm.mean.tolist(),
-                "obs_var": None if norm is None else norm.var.tolist(),
-                "args": dataclasses.asdict(args)}, tmp)
+    model = {"format": MODEL_FORMAT, "state_dict": {k: v.cpu() for k, v in actor.net.state_dict().items()},
+             "env_nvec": [int(v) for v in layout.nvec], "act_length": int(layout.act_length),
+             "peer_components": list(actor.heads.peer_components),
+             "widths": {str(k): w for k, w in actor.heads.widths.items()}, "n_features": actor.net.n_features,
+             "hidden": args.hidden, "interface": {k: int(lay[k]) for k in INTERFACE},
+             "obs_mean": None if norm is None else norm.mean.tolist(),
+             "obs_var": None if norm is None else norm.var.tolist(),
+             "args": dataclasses.asdict(args)}
+    try:
+        os.chmod(tmp, 0o644)
+        torch.save(model, tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
 

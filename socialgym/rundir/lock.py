@@ -20,8 +20,11 @@ import functools
 import inspect
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Iterator
+
+from socialgym.rundir.runs import RunDirError
 
 _HELD: dict[str, int] = {}          # directories this process holds: path -> depth
 
@@ -51,6 +54,10 @@ def writer_lock(directory: str | Path, command: str) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:   # a hard link: writing it changes another file
+            raise RunDirError(f"{path} is not a lock file of socialgym's own (a regular file with one link): "
+                              "remove it, then run again")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

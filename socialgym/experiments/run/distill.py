@@ -77,7 +77,12 @@ def logged_agents(run: Path) -> list[int]:
 
 def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
     """Run ``run``'s config again with its seed, every group all of whose agents are logged
-    played by the distilled ``model``; the fidelity lines of those agents."""
+    played by the distilled ``model``; the fidelity lines of those agents. ``out`` and its folder
+    must not be links: a replay is rebuilt (deleted first) only inside the report's own folders."""
+    for path in (out.parent, out):
+        if path.is_symlink():
+            raise RunError(f"{path} is a link: a replay is rebuilt only in a folder of the report's own; "
+                           "remove the link or give another --report")
     from socialgym.experiments.analysis.fidelity import fidelity
     from socialgym.experiments.define.loading import load_config
     from socialgym.experiments.run.runner import run_experiment
