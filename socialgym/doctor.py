@@ -310,12 +310,10 @@ def check_socialgym() -> Row:
                "checkout": str(root) if root is not None else None}
     broken = []                           # the core requirements (numpy, scipy, pettingzoo ...)
     for req, _, spec in _requirements("socialgym", None, dist.requires or []):
-        try:
-            version = importlib.metadata.version(req)
-        except importlib.metadata.PackageNotFoundError:
+        version, fits = _installed(req, spec)
+        if version is None:
             broken.append(f"{req}{spec} missing")
-            continue
-        if _accepts(spec, version) is False:
+        elif not fits:
             broken.append(f"{req} {version} (needs {spec})")
     if broken:
         return Row("socialgym", FAIL, f"{dist.version} at {where}, but its requirements are not met: "
@@ -354,6 +352,16 @@ def _marker_holds(marker: str, extra: str | None) -> bool:
         return Marker(marker).evaluate(env)
     except Exception:
         return False
+
+
+def _installed(name: str, specifier: str) -> tuple[str | None, bool]:
+    """(the installed version of distribution ``name`` or None, whether it meets ``specifier``;
+    a version that cannot be judged counts as meeting it)."""
+    try:
+        version = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None, False
+    return version, _accepts(specifier, version) is not False
 
 
 def _accepts(specifier: str, version: str) -> bool | None:
@@ -398,23 +406,20 @@ def extra_rows(dist: importlib.metadata.Distribution | None) -> list[Row]:
         reqs = _requirements("socialgym", extra, requires)
         shown, missing, wrong, versions = [], [], [], {}
         for i, (name, sub, spec) in enumerate(reqs):
-            try:
-                version = importlib.metadata.version(name)
-            except importlib.metadata.PackageNotFoundError:
+            version, fits = _installed(name, spec)
+            if version is None:
                 missing.append(f"{name}{spec}" if spec else name)
                 continue
             versions[name] = version
-            if _accepts(spec, version) is False:
+            if not fits:
                 wrong.append(f"{name} {version} (needs {spec})")
             if i < 3:
                 shown.append(f"{name} {version}")
             for nested, _, nested_spec in (r for s in sub for r in _requirements(name, s)):
-                try:
-                    nested_version = importlib.metadata.version(nested)
-                except importlib.metadata.PackageNotFoundError:
+                nested_version, nested_fits = _installed(nested, nested_spec)
+                if nested_version is None:
                     missing.append(f"{nested} (for {name}[{','.join(sub)}])")
-                    continue
-                if _accepts(nested_spec, nested_version) is False:
+                elif not nested_fits:
                     wrong.append(f"{nested} {nested_version} (needs {nested_spec}, for {name})")
         details = {"requirements": [f"{n}{'[' + ','.join(s) + ']' if s else ''}{sp}" for n, s, sp in reqs],
                    "versions": versions, "missing": missing, "wrong_version": wrong}

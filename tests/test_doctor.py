@@ -202,28 +202,26 @@ def test_an_extra_below_its_required_version_fails(monkeypatch):
     assert "wrong version: matplotlib 3.0.1 (needs >=3.7)" in rows["extra plot"].found
 
 
-def test_a_missing_core_requirement_fails_the_package_row(monkeypatch):
+def _pretend_missing(monkeypatch, name: str) -> None:
+    """importlib.metadata knows no distribution ``name`` (the others as installed)."""
     real_version = importlib.metadata.version
 
-    def version(name):
-        if name == "networkx":
-            raise importlib.metadata.PackageNotFoundError(name)
-        return real_version(name)
+    def version(dist):
+        if dist == name:
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real_version(dist)
 
     monkeypatch.setattr(importlib.metadata, "version", version)
+
+
+def test_a_missing_core_requirement_fails_the_package_row(monkeypatch):
+    _pretend_missing(monkeypatch, "networkx")
     row = doctor.check_socialgym()
     assert row.status == "fail" and "networkx>=3.0 missing" in row.found and row.fix.endswith("make install")
 
 
 def test_missing_bench_extra_is_a_warning_naming_its_install(monkeypatch):
-    real_version = importlib.metadata.version
-
-    def version(name):
-        if name == "bpe-openai":
-            raise importlib.metadata.PackageNotFoundError(name)
-        return real_version(name)
-
-    monkeypatch.setattr(importlib.metadata, "version", version)
+    _pretend_missing(monkeypatch, "bpe-openai")
     bench = {r.check: r for r in doctor.check_extras()}["extra bench"]
     assert bench.status == "warn" and "bpe-openai>=0.1.4" in bench.found
     assert bench.fix.endswith("-m pip install -e '.[bench]'")

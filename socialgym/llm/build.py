@@ -64,16 +64,17 @@ def disassemble(path: str | Path) -> str:
     return done.stdout
 
 
-def amx_instructions(path: str | Path) -> dict[str, int]:
-    """How often each AMX mnemonic occurs in the disassembly of ``path`` (empty: none)."""
+def amx_instructions(path: str | Path, text: str | None = None) -> dict[str, int]:
+    """How often each AMX mnemonic occurs in the disassembly of ``path`` (``text``, when already
+    disassembled; empty: none)."""
     counts: dict[str, int] = {}
-    for match in _AMX.finditer(disassemble(path)):
+    for match in _AMX.finditer(disassemble(path) if text is None else text):
         counts[match.group(1)] = counts.get(match.group(1), 0) + 1
     return counts
 
 
-def uses_avx512(path: str | Path) -> bool:
-    return _ZMM.search(disassemble(path)) is not None
+def uses_avx512(path: str | Path, text: str | None = None) -> bool:
+    return _ZMM.search(disassemble(path) if text is None else text) is not None
 
 
 def built_features() -> list[str]:
@@ -105,9 +106,10 @@ def check_portable() -> dict:
     amx: dict[str, int] = {}
     avx512 = False
     for path in libraries:
-        for name, count in amx_instructions(path).items():
+        text = disassemble(path)                 # once per library: the slow part
+        for name, count in amx_instructions(path, text).items():
             amx[name] = amx.get(name, 0) + count
-        avx512 = avx512 or uses_avx512(path)
+        avx512 = avx512 or uses_avx512(path, text)
     machine = platform.machine()
     return {"libraries": [str(p) for p in libraries], "amx": amx, "avx512": avx512, "features": built_features(),
             "machine": machine, "ok": not amx}
