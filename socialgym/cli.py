@@ -88,6 +88,27 @@ def main(argv: list[str] | None = None) -> int:
                      EXIT_INTERRUPTED)
 
 
+def int_in(low: int, high: int | None = None):
+    """An argparse ``type``: an integer in ``low..high`` (``high`` None: no upper bound), else
+    argparse's one-line usage error naming the option and the range."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            span = f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
+            raise argparse.ArgumentTypeError(f"must be {span}, got {text[:40]!r}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+SEED = int_in(0, 2**32 - 1)
+"""A seed every back end takes (numpy, torch and Optuna's samplers alike)."""
+PORT = int_in(0, 65535)
+
+
 def _fail(message, status: int) -> int:
     print(f"socialgym: error: {' '.join(str(message).split())}", file=sys.stderr)
     return status
@@ -147,7 +168,7 @@ def _add_run_commands(sub) -> None:
                        help="the server's prompt and completion tokens per second, for the wall time")
     speed.add_argument("--probe", action="store_true",
                        help="measure the throughput with a few short requests to the config's server(s)")
-    p_est.add_argument("--text-chars", type=int, default=None, metavar="N",
+    p_est.add_argument("--text-chars", type=int_in(1, 100_000), default=None, metavar="N",
                        help="every free text the stand-in writes has N characters (default: 3/4 of each "
                             "text's limit)")
     p_est.add_argument("--json", action="store_true", help="print the estimate as JSON")
@@ -160,7 +181,7 @@ def _add_page_commands(sub) -> None:
                                          "moderation run's discussions)")
     p_view.add_argument("dir")
     p_view.add_argument("--serve", action="store_true", help="serve it on 127.0.0.1 and open a browser")
-    p_view.add_argument("--port", type=int, default=0, help="with --serve (default: any free port)")
+    p_view.add_argument("--port", type=PORT, default=0, help="with --serve (default: any free port)")
     p_demo = sub.add_parser("demo", help="a short simulation with LLM agents on the embedded model")
     p_demo.add_argument("--no-llm", action="store_true", help="scripted agents (greedy + random) instead")
     p_demo.add_argument("--out", default=None, help="run directory (default: runs/demo[-no-llm]-N)")
@@ -183,9 +204,9 @@ def _add_study_command(sub) -> None:
                          help="ties-coach: small (default; the embedded model on 2 cores in about 30 minutes) or "
                               "paper (30 agents x 15 rounds); soc-strategy and misinformation: scripted (default; "
                               "seconds) or llm (the embedded model; docs/experiments.md gives the time)")
-    p_study.add_argument("--fork-at", type=int, default=None,
+    p_study.add_argument("--fork-at", type=int_in(0), default=None,
                          help="fork the conditions from the first one after this round (run.fork_at)")
-    p_study.add_argument("--replicates", type=int, default=None, help="replicates per condition (config default)")
+    p_study.add_argument("--replicates", type=int_in(1, 10_000), default=None, help="replicates per condition (config default)")
     p_study.add_argument("--base-url", default=None, help="an OpenAI-compatible server (default: embedded model)")
     p_study.add_argument("--model", default=None)
     p_study.add_argument("--quiet", action="store_true")
@@ -195,7 +216,7 @@ def _add_branch_commands(sub) -> None:
     p_fork = sub.add_parser("fork", help="continue a run from its state after a round, with changes (a "
                                          "counterfactual branch)")
     p_fork.add_argument("dir")
-    p_fork.add_argument("--at-round", type=int, required=True, help="the round whose end state the fork starts from")
+    p_fork.add_argument("--at-round", type=int_in(0), required=True, help="the round whose end state the fork starts from")
     p_fork.add_argument("--out", required=True, help="the new run directory")
     p_fork.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="a change, e.g. --set env.recommender=mf or --set 'interventions=[...]' (repeatable)")
@@ -211,7 +232,7 @@ def _add_branch_commands(sub) -> None:
     p_int.add_argument("dir")
     p_int.add_argument("question")
     p_int.add_argument("--agent", required=True)
-    p_int.add_argument("--round", type=int, default=None, help="default: the last completed round")
+    p_int.add_argument("--round", type=int_in(0), default=None, help="default: the last completed round")
     p_int.add_argument("--scale", default="text", help="text (default), likert5, 0-10 or 1-10")
     p_int.add_argument("--trust", action="store_true", help="load a snapshot not signed by this user's key")
 
@@ -233,7 +254,7 @@ def _add_realism_commands(sub) -> None:
     p_cal.add_argument("--eval-seeds", type=int, default=3, help="held-out runs of the before / after scorecards")
     p_cal.add_argument("--workers", type=int, default=None, help="search processes (default: the number of cores)")
     p_cal.add_argument("--name", default="calibrated", help="the population set's name (DIR/NAME.json)")
-    p_cal.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    p_cal.add_argument("--seed", type=SEED, default=0, help="the sampler's seed")
     p_cal.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config key, as for run (repeatable)")
 
@@ -243,12 +264,12 @@ def _add_distill_command(sub) -> None:
                                        "into a network (a distilled policy group), with a fidelity report")
     p.add_argument("dirs", nargs="+", metavar="RUN_DIR", help="runs with decision logs; the last --holdout are held out")
     p.add_argument("--out", required=True, help="the model file to write (model.pt)")
-    p.add_argument("--holdout", type=int, default=1, help="runs held out for agreement and fidelity (default 1)")
+    p.add_argument("--holdout", type=int_in(0), default=1, help="runs held out for agreement and fidelity (default 1)")
     p.add_argument("--report", default=None, help=f"write {layout.FIDELITY_MD} and {layout.FIDELITY_JSON} here, "
                                                   "replaying each held-out run with the distilled policy")
-    p.add_argument("--epochs", type=int, default=None, help="training passes over the decisions")
-    p.add_argument("--hidden", type=int, default=None, help="width of the network's hidden layers")
-    p.add_argument("--seed", type=int, default=0, help="the training seed")
+    p.add_argument("--epochs", type=int_in(1, 100_000), default=None, help="training passes over the decisions")
+    p.add_argument("--hidden", type=int_in(1, 4096), default=None, help="width of the network's hidden layers")
+    p.add_argument("--seed", type=SEED, default=0, help="the training seed")
 
 
 def _doctor(args) -> int:
@@ -268,9 +289,6 @@ def _distill(args) -> int:
     from socialgym.experiments.run.distill import distill, summary_line
 
     given = {k: getattr(args, k) for k in ("epochs", "hidden") if getattr(args, k) is not None}
-    for k, v in given.items():
-        if v < 1:
-            return _fail(f"--{k} must be a positive integer, got {v}", EXIT_USAGE)
     result = distill(args.dirs, args.out, holdout=args.holdout, report=args.report,
                      args=dataclasses.replace(Args(seed=args.seed), **given))
     print(fidelity_markdown(result))
@@ -356,13 +374,16 @@ def _estimate(args) -> int:
     from socialgym.experiments import ConfigError, load_config
     from socialgym.experiments.run.estimate import Throughput, estimate, format_estimate, probe
     from socialgym.experiments.run.standin import ReplyModel
+    from socialgym.rundir.files import finite_json
 
     cfg = load_config(args.config, args.overrides)
     if args.text_chars is not None and args.text_chars < 1:
         raise ConfigError(f"--text-chars must be a positive number of characters, got {args.text_chars}")
     throughput = Throughput.parse(args.throughput) if args.throughput else probe(cfg) if args.probe else None
     result = estimate(cfg, replies=ReplyModel(chars=args.text_chars), throughput=throughput)
-    print(json.dumps(result, indent=2) if args.json else format_estimate(result, args.config))
+    # strict JSON: a wall time past float range (a throughput of 1e-300) is null, never Infinity
+    print(json.dumps(finite_json(result), indent=2, allow_nan=False) if args.json
+          else format_estimate(result, args.config))
     return 0
 
 
@@ -497,9 +518,11 @@ def _interview(args) -> int:
     import json
 
     from socialgym.experiments.run.fork import interview_run
+    from socialgym.rundir.files import finite_json
 
-    print(json.dumps(interview_run(args.dir, args.agent, args.question, round=args.round, scale=args.scale,
-                                   trust=args.trust), ensure_ascii=False))
+    print(json.dumps(finite_json(interview_run(args.dir, args.agent, args.question, round=args.round,
+                                               scale=args.scale, trust=args.trust)), ensure_ascii=False,
+                     allow_nan=False))
     return 0
 
 

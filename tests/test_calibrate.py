@@ -45,8 +45,43 @@ def test_targets_file_checks(tmp_path):
                          ({"facts": {"clustering": "reference"}, "extra": 1}, "unknown key 'extra'")):
         with pytest.raises(ConfigError, match=message):
             read_targets(_write(tmp_path / "bad.yaml", bad), tunable)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="does not exist"):
         read_targets(tmp_path / "missing.yaml", tunable)
+
+
+def test_damaged_targets_are_one_config_error(tmp_path):
+    tunable = SocialUsers.TUNABLE
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("facts: {clustering: reference}  # caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"not UTF-8 text \(byte 0xe9"):
+        read_targets(latin1, tunable)
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("facts: {clustering: [0, " + "9" * 400 + "]}\n")
+    with pytest.raises(ConfigError, match="targets.facts.clustering .* finite numbers within"):
+        read_targets(huge, tunable)
+    for band in ("[0, .inf]", "[-.inf, 0.5]", "[.nan, 0.5]", "[0, 1e13]"):
+        (tmp_path / "b.yaml").write_text(f"facts: {{clustering: {band}}}\n")
+        with pytest.raises(ConfigError, match="targets.facts.clustering"):
+            read_targets(tmp_path / "b.yaml", tunable)
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)))
+    with pytest.raises(ConfigError, match="alias bomb"):
+        read_targets(bomb, tunable)
+
+
+@pytest.mark.parametrize("damage", [b"{\"seeds\": 2", b"[1, 2]", b"\xff\xfe not json", b""])
+def test_a_damaged_search_key_is_one_line(tmp_path, capsys, damage):
+    config = _write(tmp_path / "pop.yaml", SMALL)
+    targets = _write(tmp_path / "t.yaml", {"facts": {"reciprocity": "reference"}})
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / layout.SEARCH_KEY).write_bytes(damage)
+    assert main(["calibrate", str(config), "--targets", str(targets), "--out", str(out), "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{layout.SEARCH_KEY} is damaged" in err
+    assert (out / layout.SEARCH_KEY).read_bytes() == damage
 
 
 def test_objective_by_hand(tmp_path):

@@ -434,9 +434,51 @@ def test_a_named_key_variable_never_falls_back_to_another_servers_key(monkeypatc
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-key-for-api-openai-com")
     monkeypatch.delenv("GPU_KEY", raising=False)
-    named = Endpoint("http://10.0.0.7:8000/v1", "m", name="gpu", api_key_env="GPU_KEY")
+    named = Endpoint("https://10.0.0.7:8000/v1", "m", name="gpu", api_key_env="GPU_KEY")
     with pytest.raises(ValueError, match="GPU_KEY"):
         named.key()
     monkeypatch.setenv("GPU_KEY", "gpu-secret")
     assert named.key() == "gpu-secret"
-    assert Endpoint("http://10.0.0.7:8000/v1", "m").key() == "sk-openai-key-for-api-openai-com"   # none named
+    assert Endpoint("https://10.0.0.7:8000/v1", "m").key() == "sk-openai-key-for-api-openai-com"   # none named
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.7:8000/v1", "HTTP://gpu.example.org/v1", "http://[2001:db8::1]/v1"])
+def test_a_key_never_goes_over_plain_http_to_another_machine(monkeypatch, url):
+    """A key sent over plain http to another host can be read on the way; it is refused unless
+    the endpoint (llm.allow_plain_http) says the network is private."""
+    from socialgym.llm.router import Endpoint, PlainHttpKeyError, client_endpoints
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-plain")
+    with pytest.raises(PlainHttpKeyError, match="refusing to send an API key over plain http"):
+        Endpoint(url, "m").key()
+    assert Endpoint(url, "m", allow_plain_http=True).key() == "sk-plain"
+    (e,) = client_endpoints(url, "m", None, 4, None, allow_plain_http=True)
+    assert e.key() == "sk-plain"
+    (e,) = client_endpoints(None, None, None, 4, [{"base_url": url, "model": "m"}], allow_plain_http=True)
+    assert e.allow_plain_http is True
+    with pytest.raises(ValueError, match="allow_plain_http must be true or false"):
+        Endpoint(url, "m", allow_plain_http="yes")
+    # loopback over http and anything over https keep working; a keyless loopback server too
+    assert Endpoint("http://127.0.0.1:8080/v1", "m").key() == "sk-plain"
+    assert Endpoint("https://gpu.example.org/v1", "m").key() == "sk-plain"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert Endpoint("http://localhost:8080/v1", "m").key() == "no-key-required"
+
+
+def test_a_run_refuses_a_plain_http_key_before_its_directory_exists(tmp_path, monkeypatch, capsys):
+    from socialgym.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-plain-secret")
+    config = tmp_path / "c.yaml"
+    config.write_text("env: {n_agents: 4, max_rounds: 2}\npolicy: {kind: llm}\n"
+                      "llm: {base_url: 'http://10.0.0.7:8000/v1', model: m}\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to send the API key over plain http to http://10.0.0.7:8000/v1" in err
+    assert "sk-plain-secret" not in err and not (tmp_path / "run").exists()
+    endpoints = ("env: {n_agents: 4, max_rounds: 2}\npolicy: {kind: llm}\n"
+                 "llm: {endpoints: [{name: gpu, base_url: 'http://10.0.0.7:8000/v1', model: m}]}\n")
+    config.write_text(endpoints)
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert "llm.endpoints: endpoint gpu: refusing to send an API key over plain http" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

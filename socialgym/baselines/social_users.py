@@ -30,6 +30,7 @@ from socialgym.envs.feed.encoding import DM_FEATURES, FEED_ITEM_FEATURES, FIELDS
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONES
 from socialgym.platform.validation import is_int, show
 from socialgym.recommenders.params import ParamError
+from socialgym.rundir.files import atomic_write
 
 _PRESENT, _AUTHOR, _TOPIC, _TIE_OUT, _TIE_IN, _MENTIONS_ME = (
     FEED_ITEM_FEATURES.index(f) for f in ("present", "author", "topic", "tie_out", "tie_in", "mentions_me"))
@@ -519,7 +520,7 @@ def save_population(path: str | Path, name: str, params: dict, meta: dict | None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"name": name, "kind": POPULATION_KIND, "params": _plain(params), "meta": _plain(meta or {})}
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    atomic_write(path, json.dumps(data, indent=2) + "\n")     # a link at ``path`` is replaced, not written through
     return path
 
 

@@ -473,7 +473,31 @@ def read_model_file(path: str | Path) -> dict:
                              f"a {' or '.join(k.__name__ for k in kinds)}")
     if set(data["interface"]) != set(INTERFACE):
         raise ValueError(f"{path} is not a complete socialgym PPO model file: 'interface' must name {INTERFACE}")
+    _check_finite(path, data)
     return data
+
+
+def _check_finite(path: Path, data: dict) -> None:
+    """A network with a NaN or infinite weight (a diverged training run, or a damaged file) acts
+    on garbage: every choice it makes would be the same undefined argmax, so it is refused."""
+    for name, tensor in data["state_dict"].items():
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{path} is not a complete socialgym PPO model file: state_dict[{name!r}] is not a tensor")
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(f"{path}: weight {name!r} has {bad} of {tensor.numel()} values NaN or infinite "
+                             "(a diverged or damaged model); retrain it")
+    for name in ("obs_mean", "obs_var"):
+        values = data[name]
+        if values is None:
+            continue
+        try:
+            array = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: {name} holds values that are not numbers") from None
+        if not np.isfinite(array).all() or (name == "obs_var" and (array < 0).any()):
+            raise ValueError(f"{path}: {name} holds NaN, infinite{' or negative' if name == 'obs_var' else ''} "
+                             "values (a diverged or damaged model); retrain it")
 
 
 def save_policy(path: Path, actor: Actor, layout, args: Any) -> None:

@@ -138,6 +138,8 @@ class LLMClient:
     too). ``max_reply_bytes``: the largest reply body read (default 4 MiB); a larger one is a
     failed request, not retried. ``max_retry_wait``: the longest ``Retry-After`` waited for, in
     seconds (default 60); a server asking for more fails the request at once.
+    ``allow_plain_http``: send a key over plain ``http://`` to a host other than this machine
+    (refused by default, a ValueError naming the host).
 
     ``endpoints``: several servers instead of ``base_url``/``model``/``api_key`` (see
     :mod:`socialgym.llm.router` and docs/servers.md); ``base_url`` and ``model`` then report the
@@ -151,7 +153,8 @@ class LLMClient:
                  structured: str = "auto", max_repairs: int = 3, seed: int | None = None,
                  backoff: float = 0.5, max_backoff: float = 8.0, strict_schema: bool = True,
                  extra_body: dict | None = None, http_backend: str = "auto", local: bool = False,
-                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, max_retry_wait: float = 60.0) -> None:
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, max_retry_wait: float = 60.0,
+                 allow_plain_http: bool = False) -> None:
         if endpoints is None and (not model or not isinstance(model, str)):
             raise ValueError("model must be a non-empty string (the server's model name)")
         if structured not in STRUCTURED_MODES:
@@ -174,7 +177,7 @@ class LLMClient:
             except ImportError:
                 http_backend = "httpx"
         self.http_backend = http_backend
-        self.router = Router(client_endpoints(base_url, model, api_key, max_concurrency, endpoints),
+        self.router = Router(client_endpoints(base_url, model, api_key, max_concurrency, endpoints, allow_plain_http),
                              structured=structured, breaker_failures=breaker_failures,
                              breaker_cooldown=breaker_cooldown)
         """Which server serves each request; it alone holds the API keys."""

@@ -50,6 +50,9 @@ class Endpoint:
     api_key: str | None = field(default=None, repr=False)
     max_concurrency: int = 16
     weight: float = 1.0
+    allow_plain_http: bool = False
+    """Send the key over plain ``http://`` to a host that is not this machine (refused by default:
+    anyone on the path reads it); for a private network you trust."""
 
     def __post_init__(self) -> None:
         for field_name in ("base_url", "model"):
@@ -66,6 +69,8 @@ class Endpoint:
             raise ValueError(f"Endpoint max_concurrency must be an integer >= 1, got {show(self.max_concurrency)}")
         if not is_number(self.weight) or self.weight <= 0 or not math.isfinite(self.weight):
             raise ValueError(f"Endpoint weight must be a finite number > 0, got {show(self.weight)}")
+        if not isinstance(self.allow_plain_http, bool):
+            raise ValueError(f"Endpoint allow_plain_http must be true or false, got {show(self.allow_plain_http)}")
         object.__setattr__(self, "max_concurrency", int(self.max_concurrency))
         object.__setattr__(self, "weight", float(self.weight))
 
@@ -87,6 +92,11 @@ class Endpoint:
         else:
             key = self.api_key or os.environ.get("OPENAI_API_KEY")
         if key:
+            if plain_http_remote(self.base_url) and not self.allow_plain_http:
+                raise PlainHttpKeyError(
+                    f"endpoint {self.name or self.base_url}: refusing to send an API key over plain http to "
+                    f"{urlparse(self.base_url).hostname} ({self.base_url}); use https, or set "
+                    "llm.allow_plain_http: true if that network is private and yours")
             return key
         if is_loopback(self.base_url):
             return NO_KEY
@@ -117,20 +127,34 @@ def as_endpoints(endpoints: Iterable[Endpoint | Mapping[str, Any]]) -> tuple[End
 
 
 def client_endpoints(base_url: str | None, model: str | None, api_key: str | None, max_concurrency: int,
-                     endpoints: Iterable[Endpoint | Mapping[str, Any]] | None) -> tuple[Endpoint, ...]:
+                     endpoints: Iterable[Endpoint | Mapping[str, Any]] | None,
+                     allow_plain_http: bool = False) -> tuple[Endpoint, ...]:
     """An ``LLMClient``'s endpoints: ``endpoints``, or the one server ``base_url`` (default
-    ``OPENAI_BASE_URL``, else OpenAI's) named "e0", with ``api_key`` or ``OPENAI_API_KEY``."""
+    ``OPENAI_BASE_URL``, else OpenAI's) named "e0", with ``api_key`` or ``OPENAI_API_KEY``.
+    ``allow_plain_http`` allows it for every endpoint (see ``Endpoint.allow_plain_http``)."""
     if endpoints is not None:
         if base_url is not None or model is not None or api_key is not None:
             raise ValueError("give either endpoints= or base_url/model/api_key, not both (each Endpoint has "
                              "its own base_url, model and key)")
-        return as_endpoints(endpoints)
+        found = as_endpoints(endpoints)
+        return tuple(dataclasses.replace(e, allow_plain_http=True) for e in found) if allow_plain_http is True \
+            else found
     base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key and not is_loopback(base_url):
         raise ValueError("no API key: pass api_key= or set OPENAI_API_KEY "
                          f"(only loopback servers may go without one; base_url is {base_url})")
-    return (Endpoint(base_url, model, name="e0", api_key=key, max_concurrency=max_concurrency),)
+    return (Endpoint(base_url, model, name="e0", api_key=key, max_concurrency=max_concurrency,
+                     allow_plain_http=allow_plain_http),)
+
+
+class PlainHttpKeyError(ValueError):
+    """A key would go over plain http to another machine (``Endpoint.allow_plain_http``)."""
+
+
+def plain_http_remote(url: str | None) -> bool:
+    """Whether ``url`` is plain ``http://`` to a host other than this machine."""
+    return urlparse(url or "").scheme.lower() == "http" and not is_loopback(url)
 
 
 def is_loopback(url: str | None) -> bool:

@@ -98,15 +98,15 @@ def thread_roots(ids: Any, targets: Any) -> np.ndarray:
     found = (targets >= 0) & (pos < ids.size)
     found[found] = sorted_ids[pos[found]] == targets[found]
     parent[found] = order[pos[found]]
-    root = np.where(targets < 0, np.arange(ids.size), -1)
-    current = np.where(found, parent, -1)
-    for _ in range(ids.size):                          # one hop up the chains per pass
-        done = (current >= 0) & (targets[np.maximum(current, 0)] < 0)
-        root[done] = current[done]
-        climbing = (current >= 0) & ~done
-        if not climbing.any():
+    # pointer doubling: after k passes each item points 2**k steps up its chain, so log2(n) passes
+    # reach every root; an item on a reply cycle (a crafted file) never reaches a POST and gets -1
+    up = np.where(found, parent, np.arange(ids.size))
+    for _ in range(max(1, ids.size.bit_length())):
+        nxt = up[up]
+        if np.array_equal(nxt, up):
             break
-        current = np.where(climbing, parent[np.maximum(current, 0)], -1)
+        up = nxt
+    root = np.where(targets[up] < 0, up, -1) if ids.size else up
     return np.where(root >= 0, ids[np.maximum(root, 0)], -1)
 
 

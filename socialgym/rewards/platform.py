@@ -47,9 +47,15 @@ def platform_weights(objective: str | Mapping[str, float]) -> np.ndarray:
     unknown = [k for k in objective if k not in PLATFORM_OBJECTIVES]
     if unknown:
         raise ValueError(f"platform objective: unknown component(s) {unknown}; known: {PLATFORM_OBJECTIVES}")
+    for name, weight in objective.items():
+        # a bool or a string that float() would take ("1", True) is a mistake, not a weight
+        if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(weight):
+            raise ValueError(f"platform objective weight {name!r} must be a finite number, got {weight!r}")
     w = np.array([float(objective.get(k, 0.0)) for k in PLATFORM_OBJECTIVES])
-    if not np.all(np.isfinite(w)):
-        raise ValueError("platform objective weights must be finite numbers")
+    if not w.any():
+        raise ValueError(f"platform objective: at least one weight must be non-zero, got {dict(objective)!r} "
+                         "(a platform that values nothing ranks at random)")
     return w
 
 

@@ -161,28 +161,31 @@ def read_decisions(runs: Iterable[str | Path]) -> tuple[dict[str, Decisions], Co
     one per-agent layout; the population size may differ)."""
     parts: dict[str, list[dict]] = {p: [] for p in PHASES}
     unmapped: Counter = Counter()
-    lay0 = None
+    lay0, widths = None, {}
     for r_index, run in enumerate(runs):
         found = files.decision_files(Path(run))
         if not found:
             raise ValueError(f"{run}: no decision logs (run it with logging.decisions: llm or all)")
         for rnd, path in found.items():
-            with np.load(path, allow_pickle=False) as data:
-                if int(data["format"]) != DECISION_FORMAT:
-                    raise ValueError(f"{path}: decision log format {int(data['format'])}, expected {DECISION_FORMAT}")
-                lay = ActionLayout(*(int(v) for v in data["layout"]))
-                if lay0 is not None and interface_of(lay) != interface_of(lay0):
-                    raise ValueError(f"{path}: its agents' layout {interface_of(lay)} differs from the first run's "
-                                     f"{interface_of(lay0)}")
-                lay0 = lay0 or lay
-                unmapped.update(json.loads(str(data["unmapped"])))
-                for phase in PHASES:
-                    if f"{phase}_agent" in data:
-                        rows = {k[len(phase) + 1:]: data[k] for k in data.files if k.startswith(phase + "_")}
-                        n = len(rows["agent"])
-                        rows.update(run=np.full(n, r_index), round=np.full(n, rnd),
-                                    n_topics=np.full(n, int(rows["n_topics"])), n_agents=np.full(n, lay.n_agents))
-                        parts[phase].append(rows)
+            data = load_decision_file(path)
+            lay = ActionLayout(*(int(v) for v in data["layout"]))
+            if lay0 is not None and interface_of(lay) != interface_of(lay0):
+                raise ValueError(f"{path}: its agents' layout {interface_of(lay)} differs from the first run's "
+                                 f"{interface_of(lay0)}")
+            for k, shape in ((k, data[f"{p}_{k}"].shape[1:]) for p in PHASES if f"{p}_agent" in data
+                             for k in OBS_KEYS):
+                if widths.setdefault(k, shape) != shape:
+                    raise ValueError(f"{path}: its {k!r} observations have shape {shape} per agent, the first "
+                                     f"file's {widths[k]}")
+            lay0 = lay0 or lay
+            unmapped.update(data["unmapped"])
+            for phase in PHASES:
+                if f"{phase}_agent" in data:
+                    rows = {k[len(phase) + 1:]: v for k, v in data.items() if k.startswith(phase + "_")}
+                    n = len(rows["agent"])
+                    rows.update(run=np.full(n, r_index), round=np.full(n, rnd),
+                                n_topics=np.full(n, int(rows["n_topics"])), n_agents=np.full(n, lay.n_agents))
+                    parts[phase].append(rows)
     out = {}
     for phase, chunks in parts.items():
         if not chunks:
@@ -191,6 +194,96 @@ def read_decisions(runs: Iterable[str | Path]) -> tuple[dict[str, Decisions], Co
         out[phase] = Decisions(phase, lay0, cat["run"], cat["round"], cat["agent"], cat["n_topics"],
                                cat["n_agents"], {k: cat[k] for k in OBS_KEYS}, cat["action"], cat["relevant"])
     return out, unmapped
+
+
+_PHASE_KEYS = ("agent", "n_topics", *OBS_KEYS, "action", "relevant")
+_MAX_DECISION_FILE = 1 << 31
+"""A decision file's largest size (2 GiB; a round of 100k logged agents is well under it): a
+larger one is refused before numpy inflates it."""
+
+
+def load_decision_file(path: Path) -> dict[str, Any]:
+    """One ``decisions/round_NNNN.npz``, every array checked against the file's own layout before
+    anything computes with it: ``ValueError`` naming the file and what is wrong for a damaged,
+    truncated or edited file (not a zip, a missing or extra array, a wrong dtype or shape, an
+    agent index or a choice outside the layout, a non-finite observation). Returns the arrays,
+    ``unmapped`` as a dict."""
+    path = Path(path)
+
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{path}: not a usable decision log ({why})")
+
+    if path.stat().st_size > _MAX_DECISION_FILE:
+        raise bad(f"{path.stat().st_size:,} bytes, more than the {_MAX_DECISION_FILE:,} a decision file may have")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            data = {k: npz[k] for k in npz.files}
+    except Exception as exc:    # BadZipFile, EOFError, zlib.error, ValueError (pickled array), OSError
+        raise bad(f"cannot be read: {type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}") \
+            from None
+
+    def integer(name: str, shape: tuple = ()) -> np.ndarray:
+        value = data.get(name)
+        if value is None:
+            raise bad(f"array {name!r} is missing")
+        if value.dtype.kind not in "iu" or value.shape != shape:
+            raise bad(f"{name!r} must be integers of shape {shape}, got {value.dtype} {value.shape}")
+        return value
+
+    if int(integer("format")) != DECISION_FORMAT:
+        raise bad(f"format {int(data['format'])}, expected {DECISION_FORMAT}")
+    integer("round")
+    raw = integer("layout", (len(LAYOUT_FIELDS),))
+    if (raw < 0).any() or (raw > 1 << 31).any() or raw[0] < 2:
+        raise bad(f"layout {raw.tolist()} is not a valid action layout")
+    lay = ActionLayout(*(int(v) for v in raw))
+    known = {"format", "round", "layout", "unmapped"} | {f"{p}_{k}" for p in PHASES for k in _PHASE_KEYS}
+    if set(data) - known:
+        raise bad(f"unknown arrays {sorted(set(data) - known)[:5]}")
+    unmapped = data.get("unmapped")
+    try:
+        counts = json.loads(str(unmapped)) if unmapped is not None and unmapped.dtype.kind == "U" else None
+    except ValueError:
+        counts = None
+    if not isinstance(counts, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                               for v in counts.values()):
+        raise bad("'unmapped' must be a JSON object of counts")
+    data["unmapped"] = counts
+    ndim = {"self": 2, "feed": 3, "dms": 3, "vote_items": 3}
+    for phase in PHASES:
+        present = [k for k in _PHASE_KEYS if f"{phase}_{k}" in data]
+        if not present:
+            continue
+        if len(present) != len(_PHASE_KEYS):
+            missing = sorted(set(_PHASE_KEYS) - set(present))
+            raise bad(f"phase {phase!r} lacks {', '.join(missing)}")
+        agent = data[f"{phase}_agent"]
+        n = len(agent) if agent.ndim == 1 else -1
+        if agent.dtype.kind not in "iu" or n < 0:
+            raise bad(f"'{phase}_agent' must be a vector of integers")
+        if n and (agent.min() < 0 or agent.max() >= lay.n_agents):
+            raise bad(f"'{phase}_agent' holds an agent index outside 0..{lay.n_agents - 1}")
+        topics = integer(f"{phase}_n_topics")
+        if not 0 <= int(topics) <= lay.max_topics:
+            raise bad(f"'{phase}_n_topics' {int(topics)} is outside 0..{lay.max_topics}")
+        for k in OBS_KEYS:
+            v = data[f"{phase}_{k}"]
+            if v.dtype.kind != "f" or v.ndim != ndim[k] or len(v) != n:
+                raise bad(f"'{phase}_{k}' must be floats with {ndim[k]} dimensions and {n} rows, "
+                          f"got {v.dtype} {v.shape}")
+            if not np.isfinite(v).all():
+                raise bad(f"'{phase}_{k}' holds NaN or infinite values")
+        action, relevant = data[f"{phase}_action"], data[f"{phase}_relevant"]
+        if action.dtype.kind not in "iu" or action.shape != (n, lay.length):
+            raise bad(f"'{phase}_action' must be integers of shape ({n}, {lay.length}), got {action.dtype} "
+                      f"{action.shape}")
+        if relevant.dtype != bool or relevant.shape != (n, lay.length):
+            raise bad(f"'{phase}_relevant' must be booleans of shape ({n}, {lay.length}), got {relevant.dtype} "
+                      f"{relevant.shape}")
+        if n and ((action < 0) | (action >= lay.nvec)).any():
+            column = int(np.argwhere((action < 0) | (action >= lay.nvec))[0, 1])
+            raise bad(f"'{phase}_action' holds a choice outside its range in column {column}")
+    return data
 
 
 def interface_of(lay: ActionLayout) -> tuple:

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -71,6 +72,22 @@ def own_dir(path: Path) -> Path:
     if path.is_symlink():
         raise OSError(f"{path} is a link: socialgym writes only into folders of its own (remove the link)")
     path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def own_file(path: Path) -> Path:
+    """``path``, a file that something outside socialgym's writers (a library appending to it)
+    will open in place: when it exists it must be a regular file with one name, else ``OSError``
+    (a symbolic link would redirect the writes, a hard link would change another file)."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        what = "a link" if stat.S_ISLNK(info.st_mode) else "not a regular file" if not stat.S_ISREG(info.st_mode) \
+            else f"a hard link ({info.st_nlink} names)"
+        raise OSError(f"{path} is {what}: socialgym writes only files of its own (remove it)")
     return path
 
 
@@ -156,5 +173,26 @@ def finite_number(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-__all__ = ["atomic_write", "open_append", "truncate", "own_dir", "read_json", "write_json", "read_jsonl", "read_csv", "read_records", "write_csv", "to_float",
-           "finite_number"]
+INT64_MAX = 2**63 - 1
+
+
+def to_int64(value: Any, *, text: bool = False) -> int | None:
+    """``value`` as an integer that fits numpy's int64 (an id, round or count read from a run's
+    files), or None: bools, non-integral or non-finite floats, numbers past ±(2**63 - 1) (a file
+    edited to hold 2**70 is a missing value, not an OverflowError when the column becomes an
+    array), and other types. ``text``: a string of ASCII digits (optionally signed) counts too."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) and value.is_integer() else None
+    elif isinstance(value, str) and text:
+        cell = value.strip()
+        digits = cell[1:] if cell[:1] in "+-" else cell
+        value = int(cell) if digits.isascii() and digits.isdigit() and len(digits) <= 19 else None
+    elif not isinstance(value, int):
+        return None
+    return value if value is not None and -INT64_MAX <= value <= INT64_MAX else None
+
+
+__all__ = ["atomic_write", "open_append", "truncate", "own_dir", "own_file", "read_json", "write_json", "read_jsonl", "read_csv", "read_records", "write_csv", "to_float",
+           "finite_number", "to_int64", "INT64_MAX"]

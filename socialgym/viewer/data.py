@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.rundir.files import finite_number, read_csv, read_json, read_jsonl, to_float
+from socialgym.rundir.files import finite_number, read_csv, read_json, read_jsonl, to_float, to_int64
 from socialgym.rundir.layout import COUNT_COLUMNS, REWARD_COLUMNS
 from socialgym.platform.actions import CONTENT_TYPES
 from socialgym.rundir import is_sweep, layout
@@ -82,18 +82,8 @@ def read_json_noting(path: Path, notices: list[str]) -> Any:
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
+    """A number or text cell as an int64 value (``to_int64``), else None."""
+    return to_int64(value, text=True)
 
 
 def plural(n: int, word: str) -> str:

@@ -8,6 +8,7 @@ scorecard shows the facts that need them as not measurable), never guessed.
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ import numpy as np
 
 from socialgym.platform.actions import ACTION_TYPES
 from socialgym.rundir import layout
-from socialgym.rundir.files import read_csv, read_json, read_jsonl
+from socialgym.rundir.files import read_csv, read_json, read_jsonl, to_int64
 from socialgym.rundir.runs import last_ties
 
 CONTENT_KINDS = ("POST", "COM", "DM")
+OUT_OF_RANGE = "events whose id, target_id or round is not an integer in 0..2**63-1"
 ACTIVE_COLUMNS = ("POST", "COM", "DM")
 """rounds.csv's count columns whose sum > 0 makes an agent active in a round."""
 assert set(ACTIVE_COLUMNS) <= set(ACTION_TYPES)
@@ -110,16 +112,18 @@ def _read_rounds(path: Path, missing: list[str], order: list[str] | None
     # the env's order when summary.json gives it (agents it lacks go last), else agent_2 before agent_10
     agents = [a for a in order if a in seen] + sorted(seen - set(order), key=_agent_order) if order \
         else sorted(seen, key=_agent_order)
-    rounds = sorted({int(r[col["round"]]) for r in rows if r[col["round"]].isdigit()})
+    unreadable = sum(_round_cell(r[col["round"]]) is None for r in rows)
+    if unreadable:
+        missing.append(f"{unreadable} {layout.ROUNDS} row(s) whose round is not a whole number (left out)")
+    rows = [r for r in rows if _round_cell(r[col["round"]]) is not None]
+    rounds = sorted({_round_cell(r[col["round"]]) for r in rows})
     if not rounds:
         return agents, None, np.zeros(0, np.int64)
     a_index, r_index = {a: i for i, a in enumerate(agents)}, {r: i for i, r in enumerate(rounds)}
     active = np.zeros((len(rounds), len(agents)), bool)
     for r in rows:
-        if not r[col["round"]].isdigit():
-            continue
         acted = sum(_count(r[col[c]]) for c in ACTIVE_COLUMNS) > 0
-        active[r_index[int(r[col["round"]])], a_index[r[col["agent"]]]] |= acted
+        active[r_index[_round_cell(r[col["round"]])], a_index[r[col["agent"]]]] |= acted
     return agents, active, np.asarray(rounds, np.int64)
 
 
@@ -137,6 +141,10 @@ def _read_events(path: Path, index: dict[str, int], agents: list[str], missing: 
             if kind == "INTERVENTION" and event.get("intervention") == "post":     # an injected POST
                 event = {**event, "kind": "POST", "sender": event.get("author")}
                 kind = "POST"
+            if kind in CONTENT_KINDS + ("VOTE",) and any(
+                    event.get(k) is not None and _int(event.get(k)) < 0 for k in ("id", "round", "target_id")):
+                uncounted[OUT_OF_RANGE] = uncounted.get(OUT_OF_RANGE, 0) + 1
+                continue
             if kind == "COM" and _int(event.get("target_id")) < 0:
                 uncounted["COM without target_id"] = uncounted.get("COM without target_id", 0) + 1
                 continue
@@ -185,7 +193,15 @@ def _agent_order(name: str) -> tuple:
 
 
 def _int(value: Any, default: int = -1) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+    """An id, round or vote value (see ``to_int64``), else ``default``."""
+    value = to_int64(value)
+    return default if value is None else value
+
+
+def _round_cell(cell: str) -> int | None:
+    """A rounds.csv round: ASCII digits within int64 (``str.isdigit`` also takes "²"), else None."""
+    value = to_int64(cell, text=True)
+    return value if value is not None and value >= 0 else None
 
 
 def _float(value: Any) -> float:

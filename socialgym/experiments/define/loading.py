@@ -182,12 +182,14 @@ def _parse_yaml(text: str, where: str, fallback: Any = _NOT_READ) -> Any:
             loader.dispose()
 
 
-def _read_file(path: Path) -> Any:
+def read_yaml_file(path: Path, what: str = "config") -> Any:
+    """A YAML/JSON file through the bounded loader (size, aliases, nesting, no Python tags), as
+    UTF-8; every problem a ConfigError naming the file. ``what`` names the file in messages."""
     try:
         if not path.exists():
-            raise ConfigError(f"config file {show(str(path))} does not exist")
+            raise ConfigError(f"{what} file {show(str(path))} does not exist")
         if not path.is_file():
-            raise ConfigError(f"config {show(str(path))} is not a file")
+            raise ConfigError(f"{what} {show(str(path))} is not a file")
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path}: {size} bytes, more than MAX_CONFIG_BYTES = {MAX_CONFIG_BYTES}")
@@ -196,16 +198,16 @@ def _read_file(path: Path) -> Any:
     except (OSError, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise ConfigError(f"config file {show(str(path))} cannot be read: {exc}") from None
+        raise ConfigError(f"{what} file {show(str(path))} cannot be read: {exc}") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: more than MAX_CONFIG_BYTES = {MAX_CONFIG_BYTES} bytes")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}); "
-                          "a config is a YAML file saved as UTF-8") from None
+                          f"a {what} file is YAML saved as UTF-8") from None
     raw = _parse_yaml(text, str(path))
-    if raw is None:
+    if raw is None and what == "config":
         raise ConfigError(f"{path} is empty: a config needs at least one section, e.g. env: {{n_agents: 10}}")
     return raw
 
@@ -254,7 +256,7 @@ def load_config(source: str | Path | Mapping, overrides: Iterable[str] = ()) -> 
         if not isinstance(source, (str, Path)):
             raise ConfigError(f"a config is a path or a mapping, got {type(source).__name__}")
         path = Path(source)
-        raw = _read_file(path)
+        raw = read_yaml_file(path)
         base = path.parent
     if not isinstance(raw, dict):
         raise ConfigError(f"the config must be a mapping of sections, got {type(raw).__name__} {show(raw)}")

@@ -307,6 +307,9 @@ class LLMConfig:
     ``usd`` (``socialgym.llm.budget``); the run stops at a round boundary before passing one."""
     prices: FrozenDict = field(default_factory=FrozenDict)
     """Model -> ``{prompt, completion}`` in USD per 1M tokens (USD spend, a ``usd`` budget)."""
+    allow_plain_http: bool = False
+    """Send the key over plain ``http://`` to a server on another machine (every endpoint);
+    refused by default, since anyone on the path can read it."""
 
 
 @dataclass(frozen=True)

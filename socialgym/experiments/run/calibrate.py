@@ -21,7 +21,6 @@ The targets file (YAML or JSON)::
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import shutil
 import time
@@ -35,13 +34,17 @@ from socialgym.experiments.define.loading import load_config
 from socialgym.experiments.define.schema import ConfigError, ExperimentConfig, to_dict
 from socialgym.rundir import layout
 from socialgym.rundir.lock import writer_lock
-from socialgym.rundir.files import atomic_write, own_dir, write_json
+from socialgym.platform.validation import show
+from socialgym.rundir.files import atomic_write, own_dir, own_file, read_json, write_json
 
 KIND = "social_users"
 EVAL_SEED = 1_000_000
 """Before / after scorecards use seeds EVAL_SEED, EVAL_SEED + 1, ...: never a trial's seed."""
 STUDY_NAME = "socialgym-calibration"
 SEARCH_LOG, RESULT_JSON, RESULT_MD = layout.SEARCH_LOG, layout.CALIBRATION_JSON, layout.CALIBRATION_MD
+MAX_BAND = 1e12
+"""A band's ends are facts' values (shares, exponents, coefficients): anything larger is a typo,
+and a 400-digit integer would overflow the float it becomes."""
 FACT_COST_CAP = 2.0
 """A fact costs at most this many band widths, and this much when it cannot be measured (a
 missing fact is no better than a far one, and one far fact does not drown the others)."""
@@ -55,15 +58,13 @@ class Targets:
 
 def read_targets(path: str | Path, tunable: Mapping[str, tuple]) -> Targets:
     """Parse a targets file; every problem is a ConfigError naming the key."""
-    import yaml
+    from socialgym.experiments.define.loading import read_yaml_file
 
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"targets: cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"targets: {path} is not YAML/JSON: {exc}") from None
+        raw = read_yaml_file(path, "targets")
+    except ConfigError as exc:
+        raise ConfigError(f"targets: {exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("facts"), dict) or not raw["facts"]:
         raise ConfigError(f"targets: {path} must hold a mapping with a non-empty 'facts' mapping (fact -> band)")
     unknown = sorted(set(raw) - {"facts", "params"})
@@ -78,9 +79,10 @@ def read_targets(path: str | Path, tunable: Mapping[str, tuple]) -> Targets:
             bands[key] = known[key].band
             continue
         ok = isinstance(band, (list, tuple)) and len(band) == 2 and all(
-            isinstance(b, (int, float)) and not isinstance(b, bool) and not math.isnan(b) for b in band)
+            isinstance(b, (int, float)) and not isinstance(b, bool) and abs(b) <= MAX_BAND for b in band)
         if not ok or band[0] > band[1]:
-            raise ConfigError(f"targets.facts.{key} must be \"reference\" or [low, high] with low <= high, got {band!r}")
+            raise ConfigError(f"targets.facts.{key} must be \"reference\" or [low, high] with low <= high, both "
+                              f"finite numbers within ±{MAX_BAND:g}, got {show(band, 80)}")
         bands[key] = (float(band[0]), float(band[1]))
     params = raw.get("params", list(tunable))
     if not isinstance(params, list) or not params or not all(isinstance(p, str) for p in params):
@@ -137,6 +139,7 @@ def score_params(cfg: ExperimentConfig, params: Mapping[str, Any], seeds: list[i
 
     dirs = []
     try:
+        own_dir(work)
         for seed in seeds:
             out = work / f"seed_{seed}"
             shutil.rmtree(out, ignore_errors=True)
@@ -271,6 +274,8 @@ def calibrate(config: str | Path, targets: str | Path, out: str | Path, *, trial
         raise ConfigError(f"calibrate: --minutes must be a number >= 0, got {minutes!r}")
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
         raise ConfigError(f"calibrate: --name must be letters, digits, '-', '_' or '.', got {name!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ConfigError(f"calibrate: --seed must be an integer in 0..{2**32 - 1}, got {seed!r}")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ConfigError(f"calibrate: --workers must be a positive integer, got {workers!r}")
     cfg = load_config(config, list(overrides))
@@ -280,6 +285,8 @@ def calibrate(config: str | Path, targets: str | Path, out: str | Path, *, trial
     out = own_dir(Path(out))
     with writer_lock(out, "calibrate"):      # one search per directory: a second would fail the first's trials
         _check_same_search(out, config, targets, overrides, goal, seeds)
+        own_file(out / SEARCH_LOG)            # Optuna appends to it in place
+        own_dir(out / "trials")
         study = _study(out, seed)
         _fail_stale(study)
         n_workers = max(1, min(int(workers or os.cpu_count() or 1), trials))
@@ -312,7 +319,11 @@ def _check_same_search(out: Path, config, targets, overrides, goal: Targets, see
            "bands": {k: list(v) for k, v in goal.bands.items()}, "params": list(goal.params)}
     marker = out / layout.SEARCH_KEY
     if marker.is_file():
-        if json.loads(marker.read_text(encoding="utf-8")) != key:
+        held = read_json(marker, None, errors="replace")
+        if not isinstance(held, dict):
+            raise ConfigError(f"calibrate: {marker} is damaged (not the JSON object calibrate wrote); give a new "
+                              "--out, or delete that directory to start the search over")
+        if held != key:
             raise ConfigError(f"calibrate: {out} holds a search with another config, targets, parameters or "
                               "--seeds; give a new --out (or the same ones to resume)")
     else:

@@ -37,9 +37,26 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
     for run in runs:
         if kind_of(run) != "run":
             raise RunError(f"{run} is not a run directory")
+    seen: dict[object, Path] = {}
+    for run in runs:
+        info = read_run_info(run, {})
+        run_id = info.get("run_id") if isinstance(info, dict) else None
+        same = seen.setdefault(run.resolve(), run)
+        if same is run and isinstance(run_id, str):
+            same = seen.setdefault(run_id, run)
+        if same is not run:
+            raise RunError(f"{run} is given twice (also as {same}, the same run or a copy of it): a run can train "
+                           "or be held out, once; "
+                           "held-out agreement on a training run would measure memory, not fidelity")
     if not 0 <= holdout < len(runs):
         raise RunError(f"--holdout {holdout}: keep at least one of the {len(runs)} run(s) for training "
                        "(--holdout 0 holds none out: no agreement, no fidelity report)")
+    args = args or Args()
+    for name, low, high in (("seed", 0, 2**32 - 1), ("epochs", 1, None), ("hidden", 1, None)):
+        value = getattr(args, name, None)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+            raise RunError(f"distill: {name} must be an integer >= {low}{f' and <= {high}' if high else ''}, "
+                           f"got {value!r}")
     train_runs, held = runs[: len(runs) - holdout], runs[len(runs) - holdout:]
     try:
         read_decisions(runs)                 # one per-agent layout across training and held-out runs
@@ -49,8 +66,10 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
         raise RunError(str(exc)) from None
     if not any(len(d) for d in train.values()):
         raise RunError(f"the decision logs of {', '.join(map(str, train_runs))} hold no decision to learn from")
-    args = args or Args()
     actor, stats = behaviour_clone(train, args)
+    if not np.isfinite(stats["final_loss"]) or not all(bool(p.isfinite().all()) for p in actor.net.parameters()):
+        raise RunError(f"training diverged (final loss {stats['final_loss']}; NaN or infinite weights): no model "
+                       "written; try fewer --epochs or another --seed")
     first = next(d for d in train.values() if len(d))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +108,10 @@ def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
 
     cfg = load_config(run / layout.CONFIG)
     agents = logged_agents(run)
-    seed = int((read_run_info(run, {}) or {}).get("seed", cfg.seed))
+    info = read_run_info(run, {})
+    seed = info.get("seed", cfg.seed) if isinstance(info, dict) else cfg.seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise RunError(f"{run / layout.RUN_INFO}: 'seed' must be an integer >= 0, got {seed!r}")
     wanted, start, groups, index = set(agents), 0, [], 0
     for g in cfg.policy_groups():
         mine = set(range(start, start + g.agents))

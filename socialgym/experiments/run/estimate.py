@@ -153,12 +153,17 @@ def probe(cfg: ExperimentConfig, requests: int = PROBE_REQUESTS) -> Throughput:
                for e in llm.endpoints] or [("server", llm.base_url, llm.model, llm.api_key, llm.api_key_env,
                                             llm.max_concurrency)]
     prompt_rate = completion_rate = 0.0
+    from socialgym.llm.router import PlainHttpKeyError
+
     for name, url, model, key, key_env, concurrency in servers:
         k = max(1, min(requests, concurrency, llm.max_concurrency))
-        with open_client(url, model, api_key=key, api_key_env=key_env, n_ctx=llm.n_ctx, max_concurrency=k,
-                         timeout=llm.timeout, max_retries=1, max_tokens=PROBE_COMPLETION_TOKENS, cache=None,
-                         temperature=0.0) as client:
-            p, c = _probe_one(client, k)
+        try:
+            with open_client(url, model, api_key=key, api_key_env=key_env, n_ctx=llm.n_ctx, max_concurrency=k,
+                             timeout=llm.timeout, max_retries=1, max_tokens=PROBE_COMPLETION_TOKENS, cache=None,
+                             temperature=0.0, allow_plain_http=llm.allow_plain_http) as client:
+                p, c = _probe_one(client, k)
+        except PlainHttpKeyError as exc:
+            raise RunError(f"--probe: {exc}") from None
         if p <= 0 or c <= 0:
             raise RunError(f"--probe: {name} ({url or 'the embedded model'}) reported no token counts; "
                            "give --throughput PROMPT_TOK_S,COMPLETION_TOK_S instead")

@@ -73,6 +73,8 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
             raise RunError(f"{out} holds a {kind}, not a run: give another --out")
         if was_started(out):
             raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
+        if cfg.uses_llm():
+            check_llm_keys(cfg)                # a missing or exposed key leaves no directory behind
         out.mkdir(parents=True, exist_ok=True)
         meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
                 "seed": cfg.seed}
@@ -693,12 +695,11 @@ def fallback_share(usage) -> float:
     return len(failed) / len(tasks) if tasks else 0.0
 
 
-def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: Path | None):
-    """A context manager giving the LLM client of a run with ``cfg``'s llm settings (no
-    ``base_url``: the embedded model, served until the context ends)."""
+def check_llm_keys(cfg: ExperimentConfig) -> LLMConfig:
+    """The run's key rules, checked before anything starts (a RunError naming the variable or the
+    host): a remote server needs a key, and a key goes over plain http only to this machine unless
+    ``llm.allow_plain_http``. Returns the llm section."""
     import os
-
-    from socialgym.llm import open_client
 
     llm = cfg.llm or LLMConfig()
     if llm.base_url is not None and not llm.api_key and not os.environ.get(llm.api_key_env):
@@ -706,6 +707,22 @@ def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: P
         if not is_loopback(llm.base_url):        # say which variable, before anything starts
             raise RunError(f"llm: no API key for {llm.base_url}: set the environment variable {llm.api_key_env} "
                            "(llm.api_key_env names it)")
+    if llm.base_url is not None and not llm.allow_plain_http and (llm.api_key or os.environ.get(llm.api_key_env)):
+        from socialgym.llm.router import plain_http_remote
+        if plain_http_remote(llm.base_url):
+            raise RunError(f"llm: refusing to send the API key over plain http to {llm.base_url}; use https, or "
+                           "set llm.allow_plain_http: true if that network is private and yours")
+    if llm.endpoints:
+        run_endpoints(cfg)
+    return llm
+
+
+def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: Path | None):
+    """A context manager giving the LLM client of a run with ``cfg``'s llm settings (no
+    ``base_url``: the embedded model, served until the context ends)."""
+    from socialgym.llm import open_client
+
+    llm = check_llm_keys(cfg)
     if llm.endpoints:
         return open_client(endpoints=run_endpoints(cfg), **client_settings(cfg, seed, cache))
     return open_client(
@@ -713,7 +730,7 @@ def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: P
         server_log=server_log, max_concurrency=llm.max_concurrency, timeout=llm.timeout,
         max_retries=llm.max_retries, temperature=llm.temperature, max_tokens=llm.max_tokens,
         structured=llm.structured, max_repairs=llm.max_repairs, seed=seed, cache=cache,
-        max_reply_bytes=llm.max_reply_bytes, max_retry_wait=llm.max_retry_wait)
+        max_reply_bytes=llm.max_reply_bytes, max_retry_wait=llm.max_retry_wait, allow_plain_http=llm.allow_plain_http)
 
 
 def _attach(client, policy, env) -> None:

@@ -18,14 +18,17 @@ from socialgym.experiments.errors import RunError
 def run_endpoints(cfg: ExperimentConfig) -> list[dict]:
     """The endpoints of ``cfg.llm.endpoints`` as mappings for ``open_client(endpoints=...)``,
     after checking that each one that needs a key has one (a RunError naming the variable)."""
-    from socialgym.llm.router import Endpoint
+    from socialgym.llm.router import Endpoint, PlainHttpKeyError
 
     llm = cfg.llm or LLMConfig()
     out = []
     for e in llm.endpoints:
         variable = e.api_key_env or llm.api_key_env
         try:                           # the router's own key rule (a named variable never falls back)
-            Endpoint(e.base_url, e.model, e.name, variable, e.api_key or llm.api_key).key()
+            Endpoint(e.base_url, e.model, e.name, variable, e.api_key or llm.api_key,
+                     allow_plain_http=llm.allow_plain_http).key()
+        except PlainHttpKeyError as exc:
+            raise RunError(f"llm.endpoints: {exc}") from None
         except ValueError:
             raise RunError(f"llm.endpoints: no API key for {e.name} ({e.base_url}): set the environment variable "
                            f"{variable} (the endpoint's api_key_env, else llm.api_key_env)")
@@ -43,7 +46,8 @@ def client_settings(cfg: ExperimentConfig, seed: int, cache: Path | None) -> dic
     return dict(api_key=llm.api_key, api_key_env=llm.api_key_env, max_concurrency=llm.max_concurrency,
                 timeout=llm.timeout, max_retries=llm.max_retries, temperature=llm.temperature,
                 max_tokens=llm.max_tokens, structured=llm.structured, max_repairs=llm.max_repairs, seed=seed,
-                cache=cache, max_reply_bytes=llm.max_reply_bytes, max_retry_wait=llm.max_retry_wait)
+                cache=cache, max_reply_bytes=llm.max_reply_bytes, max_retry_wait=llm.max_retry_wait,
+                allow_plain_http=llm.allow_plain_http)
 
 
 def group_endpoints(cfg: ExperimentConfig) -> dict[str, tuple[list[str], list[str]]]:
