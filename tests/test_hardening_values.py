@@ -202,7 +202,7 @@ def test_a_nan_model_is_refused_by_name(logged_runs, tmp_path, capsys):
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "policy group 'd' (distilled)" in err and "NaN or infinite" in err and err.count("\n") == 1
-    assert not (tmp_path / "run" / layout.ROUNDS).exists()
+    assert not (tmp_path / "run").exists()         # refused before the run directory is made
     data["obs_var"] = [-1.0] * len(data["obs_var"]) if data["obs_var"] is not None else [-1.0]
     torch.save(torch.load(good, weights_only=True) | {"obs_var": data["obs_var"]}, nan)
     with pytest.raises(ValueError, match="obs_var holds NaN, infinite or negative values"):

@@ -75,6 +75,7 @@ def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping
             raise RunError(f"{out} already holds a run: use `socialgym resume {out}` or another --out")
         if cfg.uses_llm():
             check_llm_keys(cfg)                # a missing or exposed key leaves no directory behind
+        check_model_files(cfg)                 # so does a missing, damaged or NaN model file
         out.mkdir(parents=True, exist_ok=True)
         meta = {"run_id": uuid.uuid4().hex, "condition": dict(condition or {}), "replicate": replicate,
                 "seed": cfg.seed}
@@ -693,6 +694,19 @@ def fallback_share(usage) -> float:
     failed = {(f.agent, f.round, f.purpose) for f in usage.fallbacks}
     tasks = {(c.agent, c.round, c.purpose) for c in usage.calls} | failed
     return len(failed) / len(tasks) if tasks else 0.0
+
+
+def check_model_files(cfg: ExperimentConfig) -> None:
+    """Each ``torch`` / ``distilled`` group's model file read and checked (``read_model_file``:
+    tensors only, complete, finite weights) before a run starts: a RunError naming the group."""
+    for group in cfg.policy_groups():
+        if group.kind not in ("torch", "distilled") or not group.params.get("path"):
+            continue                           # no path: the runner names it when it builds the group
+        try:
+            from socialgym.baselines.torch_policy import read_model_file
+            read_model_file(group.params["path"])
+        except (ImportError, OSError, ValueError, TypeError) as exc:
+            raise RunError(f"policy group {group.name!r} ({group.kind}): {exc}") from None
 
 
 def check_llm_keys(cfg: ExperimentConfig) -> LLMConfig:
