@@ -22,7 +22,11 @@ def test_a_size_that_does_not_fit_is_refused_with_the_numbers():
     with pytest.raises(MemoryError, match=r"n_agents=2,000,000 .* about 17\.3 GB .* 4\.0 GB available"):
         check_memory(2_000_000, 3, 6, 30, available=4_000_000_000)
     check_memory(2_000_000, 3, 6, 30, available=20_000_000_000)        # fits: no error
-    check_memory(99_999, 100, 100_000, 3_000, available=1)             # small populations are never refused
+    # a small population is refused too when its rounds do not fit: 1,000 x (1,400 + 110 x 30 +
+    # 220 x 3 x 10,000) = 6.6047e9 bytes, 6.6 GB against 4.0 GB
+    with pytest.raises(MemoryError, match=r"n_agents=1,000 .* about 6\.6 GB .* 4\.0 GB available"):
+        check_memory(1_000, 3, 10_000, 30, available=4_000_000_000)
+    check_memory(1_000, 3, 10_000, 30, available=7_000_000_000)         # fits: no error
 
 
 def test_the_environment_checks_before_allocating():

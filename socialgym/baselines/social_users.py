@@ -30,7 +30,6 @@ from socialgym.envs.feed.encoding import DM_FEATURES, FEED_ITEM_FEATURES, FIELDS
 from socialgym.platform.actions import ACTION_TYPES, COM, DM, NOT, POST, TONES
 from socialgym.platform.validation import is_int, show
 from socialgym.recommenders.params import ParamError
-from socialgym.rundir.files import atomic_write
 
 _PRESENT, _AUTHOR, _TOPIC, _TIE_OUT, _TIE_IN, _MENTIONS_ME = (
     FEED_ITEM_FEATURES.index(f) for f in ("present", "author", "topic", "tie_out", "tie_in", "mentions_me"))
@@ -509,18 +508,25 @@ def check_population_params(params: Any) -> dict:
     return dict(params)
 
 
-def save_population(path: str | Path, name: str, params: dict, meta: dict | None = None) -> Path:
-    """Write the population ``name`` (parameters checked first) as JSON ``{"name", "kind":
-    "social_users", "params", "meta"}`` to ``path``; returns the path."""
+def population_document(name: str, params: dict, meta: dict | None = None) -> str:
+    """The population ``name`` (parameters checked first) as the JSON text of a population file:
+    ``{"name", "kind": "social_users", "params", "meta"}``."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a population's name must be a non-empty string, got {show(name)}")
     params = check_population_params(params)
     if meta is not None and not isinstance(meta, dict):
         raise ValueError(f"meta must be a dict or None, got {show(meta)}")
+    data = {"name": name, "kind": POPULATION_KIND, "params": _plain(params), "meta": _plain(meta or {})}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def save_population(path: str | Path, name: str, params: dict, meta: dict | None = None) -> Path:
+    """Write :func:`population_document` to ``path`` (a file of your choosing; ``socialgym
+    calibrate`` writes its own through the run directory's link-refusing writer); returns it."""
+    text = population_document(name, params, meta)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"name": name, "kind": POPULATION_KIND, "params": _plain(params), "meta": _plain(meta or {})}
-    atomic_write(path, json.dumps(data, indent=2) + "\n")     # a link at ``path`` is replaced, not written through
+    path.write_text(text, encoding="utf-8")
     return path
 
 

@@ -136,11 +136,9 @@ def available_memory() -> int | None:
 def check_memory(n_agents: int, n_actions: int, max_rounds: int, shown_slots: int,
                  available: int | None = None) -> None:
     """A MemoryError naming the sizes when :func:`memory_estimate` exceeds the memory available
-    (``available``, default :func:`available_memory`), raised before anything is allocated.
-    Sizes under 100,000 agents are never refused (their estimate is well under a gigabyte per
-    hundred rounds), nor is anything where the available memory is unknown."""
-    if n_agents < 100_000:
-        return
+    (``available``, default :func:`available_memory`), raised before anything is allocated —
+    at any number of agents (a small population with a huge horizon or many actions can need
+    more than the machine has). Nothing is refused where the available memory is unknown."""
     available = available_memory() if available is None else available
     need = memory_estimate(n_agents, n_actions, max_rounds, shown_slots)
     if available is not None and need > available:

@@ -249,41 +249,50 @@ def load_decision_file(path: Path) -> dict[str, Any]:
                                                for v in counts.values()):
         raise bad("'unmapped' must be a JSON object of counts")
     data["unmapped"] = counts
-    ndim = {"self": 2, "feed": 3, "dms": 3, "vote_items": 3}
     for phase in PHASES:
-        present = [k for k in _PHASE_KEYS if f"{phase}_{k}" in data]
-        if not present:
-            continue
-        if len(present) != len(_PHASE_KEYS):
-            missing = sorted(set(_PHASE_KEYS) - set(present))
-            raise bad(f"phase {phase!r} lacks {', '.join(missing)}")
-        agent = data[f"{phase}_agent"]
-        n = len(agent) if agent.ndim == 1 else -1
-        if agent.dtype.kind not in "iu" or n < 0:
-            raise bad(f"'{phase}_agent' must be a vector of integers")
-        if n and (agent.min() < 0 or agent.max() >= lay.n_agents):
-            raise bad(f"'{phase}_agent' holds an agent index outside 0..{lay.n_agents - 1}")
-        topics = integer(f"{phase}_n_topics")
-        if not 0 <= int(topics) <= lay.max_topics:
-            raise bad(f"'{phase}_n_topics' {int(topics)} is outside 0..{lay.max_topics}")
-        for k in OBS_KEYS:
-            v = data[f"{phase}_{k}"]
-            if v.dtype.kind != "f" or v.ndim != ndim[k] or len(v) != n:
-                raise bad(f"'{phase}_{k}' must be floats with {ndim[k]} dimensions and {n} rows, "
-                          f"got {v.dtype} {v.shape}")
-            if not np.isfinite(v).all():
-                raise bad(f"'{phase}_{k}' holds NaN or infinite values")
-        action, relevant = data[f"{phase}_action"], data[f"{phase}_relevant"]
-        if action.dtype.kind not in "iu" or action.shape != (n, lay.length):
-            raise bad(f"'{phase}_action' must be integers of shape ({n}, {lay.length}), got {action.dtype} "
-                      f"{action.shape}")
-        if relevant.dtype != bool or relevant.shape != (n, lay.length):
-            raise bad(f"'{phase}_relevant' must be booleans of shape ({n}, {lay.length}), got {relevant.dtype} "
-                      f"{relevant.shape}")
-        if n and ((action < 0) | (action >= lay.nvec)).any():
-            column = int(np.argwhere((action < 0) | (action >= lay.nvec))[0, 1])
-            raise bad(f"'{phase}_action' holds a choice outside its range in column {column}")
+        _check_phase(data, phase, lay, bad)
     return data
+
+
+_OBS_DIMS = {"self": 2, "feed": 3, "dms": 3, "vote_items": 3}
+
+
+def _check_phase(data: dict, phase: str, lay: ActionLayout, bad) -> None:
+    """One phase's arrays of a decision file against its layout (``bad(why)`` makes the error)."""
+    present = [k for k in _PHASE_KEYS if f"{phase}_{k}" in data]
+    if not present:
+        return
+    if len(present) != len(_PHASE_KEYS):
+        missing = sorted(set(_PHASE_KEYS) - set(present))
+        raise bad(f"phase {phase!r} lacks {', '.join(missing)}")
+    agent = data[f"{phase}_agent"]
+    n = len(agent) if agent.ndim == 1 else -1
+    if agent.dtype.kind not in "iu" or n < 0:
+        raise bad(f"'{phase}_agent' must be a vector of integers")
+    if n and (agent.min() < 0 or agent.max() >= lay.n_agents):
+        raise bad(f"'{phase}_agent' holds an agent index outside 0..{lay.n_agents - 1}")
+    topics = data[f"{phase}_n_topics"]
+    if topics.dtype.kind not in "iu" or topics.shape != ():
+        raise bad(f"'{phase}_n_topics' must be one integer, got {topics.dtype} {topics.shape}")
+    if not 0 <= int(topics) <= lay.max_topics:
+        raise bad(f"'{phase}_n_topics' {int(topics)} is outside 0..{lay.max_topics}")
+    for k in OBS_KEYS:
+        v = data[f"{phase}_{k}"]
+        if v.dtype.kind != "f" or v.ndim != _OBS_DIMS[k] or len(v) != n:
+            raise bad(f"'{phase}_{k}' must be floats with {_OBS_DIMS[k]} dimensions and {n} rows, "
+                      f"got {v.dtype} {v.shape}")
+        if not np.isfinite(v).all():
+            raise bad(f"'{phase}_{k}' holds NaN or infinite values")
+    action, relevant = data[f"{phase}_action"], data[f"{phase}_relevant"]
+    if action.dtype.kind not in "iu" or action.shape != (n, lay.length):
+        raise bad(f"'{phase}_action' must be integers of shape ({n}, {lay.length}), got {action.dtype} "
+                  f"{action.shape}")
+    if relevant.dtype != bool or relevant.shape != (n, lay.length):
+        raise bad(f"'{phase}_relevant' must be booleans of shape ({n}, {lay.length}), got {relevant.dtype} "
+                  f"{relevant.shape}")
+    if n and ((action < 0) | (action >= lay.nvec)).any():
+        column = int(np.argwhere((action < 0) | (action >= lay.nvec))[0, 1])
+        raise bad(f"'{phase}_action' holds a choice outside its range in column {column}")
 
 
 def interface_of(lay: ActionLayout) -> tuple:

@@ -20,6 +20,10 @@ per-platform weights) and a recommender that keeps no state between rounds (its 
 the base class's no-op, as for ``chronological`` and ``random``). Settings that would need a
 per-platform copy (``agent_interests``, ``agent_groups``, ``seed_graph``, ``soc_strategy``,
 ``rerank``, an LLM tie scorer, ``exposure_in_infos``) are refused with a ValueError naming them.
+
+A size that cannot fit in memory (``socialgym.platform.validation.check_memory`` for all
+``platforms * n_agents`` agents) is a MemoryError raised right after the one platform's settings
+are checked, before anything per agent of the whole population is built or validated.
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from socialgym.config import FeedConfig
+from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.envs.feed.encoding import ActionLayout
 from socialgym.envs.feed.env import FeedEnv
 from socialgym.envs.feed.feeds import check_feed
 from socialgym.envs.feed.observations import ObservationBuilder
-from socialgym.platform.validation import check_seed
+from socialgym.platform.validation import check_memory, check_seed
 from socialgym.recommenders import EMPTY, FeedRequest, Recommender
 
 PER_PLATFORM_SETTINGS = ("agent_interests", "agent_groups", "seed_graph", "soc_strategy", "rerank",
@@ -57,10 +61,14 @@ class BatchedFeedEnv(FeedEnv):
         if refused:
             raise ValueError(f"a batched environment cannot take {refused}: they would need one copy per "
                              "platform; use single environments (socialgym.parallel_env) for them")
-        lambdas = np.asarray(single.lambda_matrix(), float)
         n = single.n_agents
-        super().__init__(render_mode, **{**config, "n_agents": int(platforms) * n,
-                                         "lambdas": np.tile(lambdas, (int(platforms), 1))})
+        check_memory(int(platforms) * n, single.n_actions, single.max_rounds,   # before any per-agent work
+                     single.feed_size + single.vote_feed_size + single.dm_inbox_size)
+        lambdas = single.lambdas
+        if not (lambdas is None or np.shape(lambdas) == (len(REWARD_NAMES),)):   # per agent: a copy per platform
+            lambdas = np.tile(np.asarray(single.lambda_matrix(), float), (int(platforms), 1))
+        # None or one 5-vector is every agent's row on every platform (no per-row validation again)
+        super().__init__(render_mode, **{**config, "n_agents": int(platforms) * n, "lambdas": lambdas})
         if type(self.recommender).update is not Recommender.update:
             raise ValueError(f"a batched environment needs a recommender without state between rounds "
                              f"(chronological, random, ...); {single.recommender!r} learns from each round")

@@ -1,2 +1,3 @@
-"""The platform as an agent: the recommender's seat (``env``), its scripted users (``users``) and
-the PettingZoo form with a platform agent beside the users (``agent``)."""
+"""The platform as an agent: the recommender's seat (``env``), its scripted users (``users``), the
+PettingZoo form with a platform agent beside the users (``agent``) and the check of the
+platform's actions against their space (``actions``)."""

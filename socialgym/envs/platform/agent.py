@@ -13,6 +13,20 @@ Its observation is taken in the vote phase, before that phase's votes and tie up
 features are one update older than those :class:`PlatformEnv` shows after a round closes, so a
 policy moved from one form to the other sees slightly shifted inputs.
 Stances the platform sees: ``platform_stances`` (one label per user; default unknown).
+
+Its vote-step action is checked against ``action_space("platform")`` (``Box(-1, 1)``;
+``socialgym.envs.platform.actions``), following the feed environment's ``invalid_actions``:
+``"strict"`` refuses a value outside [-1, 1] (3e38, an infinity), NaN, a wrong shape or
+anything that is not numbers with a one-line ValueError naming the platform, the field and
+the value; ``"lenient"`` (the default) clips values outside the box into it, drops an action
+it cannot clip (that round is ranked as without an action: equal scores, newest first), and
+records what it did in ``infos["platform"]["invalid"]`` (a list of ``{"phase", "slot",
+"field", "reason"}`` records, empty when the action was valid). A step without a
+``"platform"`` entry ranks as without an action too. Every step is atomic: when it raises (a
+refused action of the platform or of a user, a fault in the recommender or a scorer, building
+an observation) the environment, the seat (its action and prepared candidates) and the
+platform's last components are left as they were, so a retry behaves as if the failed step
+never happened.
 """
 
 from __future__ import annotations
@@ -25,12 +39,11 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from socialgym.envs.feed.env import FeedEnv
+from socialgym.envs.platform.actions import PLATFORM, check_platform_action
 from socialgym.envs.platform.env import PLATFORM_FEATURES
 from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import FeedOnly, PlatformSeat
 from socialgym.rewards.platform import PLATFORM_OBJECTIVES, active_share, platform_components, platform_weights
-
-PLATFORM = "platform"
 
 
 class PlatformAgentEnv(ParallelEnv):
@@ -79,18 +92,40 @@ class PlatformAgentEnv(ParallelEnv):
         return obs, infos
 
     def step(self, actions: dict):
+        """One phase for the users and the platform (module docstring). Atomic: if anything
+        raises, the environment, the seat and ``last_components`` are left as they were."""
         env = self.feed_env
+        env._require_state("step")
+        if not env.agents:
+            raise RuntimeError("the episode is over; call reset()")
+        if not isinstance(actions, dict):
+            raise TypeError(f"step() takes a dict agent id -> action, got {type(actions).__name__}")
         user_actions = {a: v for a, v in actions.items() if a != PLATFORM}
         voting = env.phase == "vote"
-        if voting and PLATFORM in actions:
-            self.seat.set_action(actions[PLATFORM], env.config.n_agents)
-        obs, rewards, terms, truncs, infos = env.step(user_actions)
-        reward = float(self.weights @ self.score_closed_round().mean(axis=0)) if voting else 0.0
+        seat = self.seat
+        seat_state = (seat.action, seat.prepared, seat.last_shown)
+        kept = (self.last_components, self.agents)
+        invalid: list[dict] = []
+        try:
+            with env.atomic():          # the feed environment's own step is atomic; this adds the rest
+                if voting and PLATFORM in actions:
+                    action, invalid = check_platform_action(actions[PLATFORM], self._action, seat.action_form,
+                                                            strict=env.config.invalid_actions == "strict")
+                    if action is None:
+                        seat.action = None
+                    else:
+                        seat.set_action(action, env.config.n_agents)
+                obs, rewards, terms, truncs, infos = env.step(user_actions)
+                reward = float(self.weights @ self.score_closed_round().mean(axis=0)) if voting else 0.0
+                obs[PLATFORM] = self.platform_observation()     # draws from env.rng (retrieval)
+        except BaseException:
+            seat.action, seat.prepared, seat.last_shown = seat_state
+            self.last_components, self.agents = kept
+            raise
         done = not env.agents
-        obs[PLATFORM] = self.platform_observation()
         rewards[PLATFORM] = reward
         terms[PLATFORM], truncs[PLATFORM] = False, done
-        infos[PLATFORM] = {"phase": env.phase, "round": env.round,
+        infos[PLATFORM] = {"phase": env.phase, "round": env.round, "invalid": invalid,
                            "components": dict(zip(PLATFORM_OBJECTIVES, self.last_components.tolist()))}
         self.agents = [] if done else list(self.possible_agents)
         return obs, rewards, terms, truncs, infos

@@ -18,12 +18,16 @@ objectives of that round (``socialgym.rewards.platform``).
 (F,))``, score = features @ weights — what standard RL libraries handle out of the box;
 ``"scores"``: one score per (viewer, candidate), ``Box(-1, 1, (n_agents, C))``. The top
 ``feed_size`` candidates of each viewer by score are shown (equal scores: newer first), so every
-action is a valid feed. Vote-phase lists are drawn uniformly.
+action in the space is a valid feed. Vote-phase lists are drawn uniformly. An action outside the
+space (a value outside [-1, 1] such as 3e38, NaN, an infinity, a wrong shape) is refused with a
+one-line ValueError before anything changes (``socialgym.envs.platform.actions``): the platform
+tasks have no lenient mode; clip a policy's output into the box (Stable-Baselines3 does).
 
 Round 1 has nothing to rank (no items yet), so ``reset`` plays it; an episode has
-``max_rounds - 1`` steps. ``ranker=`` (a registered name or a recommender) makes the feeds come
-from a hand-written ranker instead, ignoring the action: how the baselines are evaluated on
-exactly the same dynamics.
+``max_rounds - 1`` steps, so ``max_rounds`` must be at least 2 (a ValueError at construction
+otherwise). ``ranker=`` (a registered name or a recommender) makes the feeds come from a
+hand-written ranker instead, ignoring the action: how the baselines are evaluated on exactly
+the same dynamics.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ import numpy as np
 from gymnasium import spaces
 
 from socialgym.envs.feed.env import FeedEnv
+from socialgym.envs.platform.actions import check_platform_action
 from socialgym.envs.platform.users import StanceUsers
 from socialgym.recommenders import make_recommender, recommender_class
-from socialgym.platform.validation import check_seed
+from socialgym.platform.validation import check_seed, is_int, show
 from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import CandidateRanker, FeedOnly, PlatformSeat
 from socialgym.rewards.platform import (
@@ -58,14 +63,19 @@ class PlatformEnv(gymnasium.Env):
     :data:`PLATFORM_OBJECTIVES` or a mapping name -> weight. ``candidates`` / ``window``: the
     retrieval step. ``users``: None (``StanceUsers`` with ``user_params``) or a population
     object. ``stances``: the labels the platform sees (default: the scripted users' groups).
-    Other keywords override :data:`TASK_CONFIG`."""
+    Other keywords override :data:`TASK_CONFIG`. ``seed``: None or an integer >= 0 (numpy's too),
+    the first ``reset``'s seed."""
 
     metadata = {"render_modes": []}
 
     def __init__(self, objective: str | Mapping[str, float] = "engagement", *, action_form: str = "weights",
                  candidates: int = DEFAULT_CANDIDATES, window: int = 3, users: Any = None, user_params: Mapping | None = None,
                  stances: Any = None, ranker: Any = None, seed: int | None = None, **config: Any) -> None:
-        check_seed(seed, "seed")
+        seed = check_seed(seed, "seed")           # a Python int: Gymnasium's seeding takes no numpy integers
+        rounds = config.get("max_rounds", TASK_CONFIG["max_rounds"])
+        if is_int(rounds) and rounds < 2:
+            raise ValueError(f"PlatformEnv: max_rounds must be >= 2 (reset() plays round 1, which has nothing to "
+                             f"rank, so an episode has max_rounds - 1 steps), got {show(rounds)}")
         for key in ("recommender", "recommender_kwargs", "rerank"):
             if key in config:
                 raise ValueError(f"PlatformEnv: {key!r} cannot be set: the platform's seat (or ranker=) builds the "
@@ -112,6 +122,7 @@ class PlatformEnv(gymnasium.Env):
 
     # ---------------------------------------------------------------- episode
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        seed = check_seed(seed, "seed")
         if seed is None and self._seed is not None and self.feed_env.rng is None:
             seed = self._seed                      # the constructor's seed, on the first reset
         super().reset(seed=seed)
@@ -126,13 +137,22 @@ class PlatformEnv(gymnasium.Env):
         self._play_round()                 # round 1: nothing to rank yet
         return self._observe(), {"round": self.feed_env.round}
 
+    _STEP_ATTRS = ("last_components", "last_metrics", "last_per_viewer", "last_candidates", "_active_share")
+    """What a step rebinds on the environment itself (restored by reference when it fails)."""
+
     def step(self, action):
-        """One round. Atomic: if the users or the platform raise, the environment, the seat and
-        the scripted users' generator are left as they were, so the step can be retried."""
+        """One round. ``action`` must lie in ``action_space`` (ValueError otherwise, nothing
+        changed; ignored with ``ranker=``). Atomic: if the users or the platform raise — while
+        the round is played or its observation is built — the environment, the seat and the
+        scripted users' generator are left as they were, so the step can be retried."""
         env = self.feed_env
+        env._require_state("step")
         if not env.agents:
             raise RuntimeError("the episode is over; call reset()")
-        seat_state = (self.seat.action, self.seat.prepared)
+        if self.ranker is None:
+            action, _ = check_platform_action(action, self.action_space, self.seat.action_form, strict=True)
+        seat_state = (self.seat.action, self.seat.prepared, self.seat.last_shown)
+        own_state = {k: self.__dict__[k] for k in self._STEP_ATTRS if k in self.__dict__}
         users_rng = getattr(self.users, "rng", None)
         users_state = users_rng.bit_generator.state if users_rng is not None else None
         try:
@@ -142,15 +162,16 @@ class PlatformEnv(gymnasium.Env):
                     env.build_feeds()
                 shown = env.act_feeds.copy()
                 done = self._play_round()
+                obs = self._observe() if not done else self._empty_observation()   # draws from env.rng
         except BaseException:
-            self.seat.action, self.seat.prepared = seat_state
+            self.seat.action, self.seat.prepared, self.seat.last_shown = seat_state
+            self.__dict__.update(own_state)
             if users_state is not None:
                 users_rng.bit_generator.state = users_state
             raise
         reward = float(self.weights @ self.last_components)
         info = {"round": env.round - 1, "components": dict(zip(PLATFORM_OBJECTIVES, self.last_components.tolist())),
                 "metrics": self.last_metrics, "feeds": shown}
-        obs = self._observe() if not done else self._empty_observation()
         return obs, reward, False, done, info
 
     def _play_round(self) -> bool:

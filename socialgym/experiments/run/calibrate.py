@@ -331,7 +331,7 @@ def _check_same_search(out: Path, config, targets, overrides, goal: Targets, see
 
 
 def _finish(cfg, goal: Targets, out: Path, study, name: str, eval_seeds: int, search_seconds: float) -> dict:
-    from socialgym.baselines.social_users import save_population
+    from socialgym.baselines.social_users import population_document
 
     from optuna.trial import TrialState
     complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
@@ -345,8 +345,8 @@ def _finish(cfg, goal: Targets, out: Path, study, name: str, eval_seeds: int, se
     write_scorecard(after, out / "after")
     params = {**_config_params(cfg), **best.params}
     population = out / f"{name}.json"
-    save_population(population, name, params, meta={"objective": best.value, "trial": best.number,
-                                                     "trials_complete": len(complete), "targets": goal.bands})
+    atomic_write(population, population_document(name, params, meta={
+        "objective": best.value, "trial": best.number, "trials_complete": len(complete), "targets": goal.bands}))
     rows = [_row(key, band, before.score(key), after.score(key)) for key, band in goal.bands.items()]
     failing = [r for r in rows if r["before_verdict"] == "fail"]
     result = {"population": str(population), "params": params, "best_objective": best.value,

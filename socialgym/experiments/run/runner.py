@@ -45,7 +45,8 @@ from socialgym.experiments.run.checkpoint import (CheckpointError, check_checkpo
                                                   read_checkpoint, write_checkpoint)
 from socialgym.rundir.files import to_float
 from socialgym.experiments.run.recorder import RunRecorder, truncate_outputs
-from socialgym.experiments.run.servers import bind_groups, client_settings, listen, run_endpoints
+from socialgym.experiments.run.servers import (bind_groups, check_llm_keys, check_model_files, client_settings, listen,
+                                               run_endpoints)
 from socialgym.experiments.run.spending import BUDGET_STATUS, Progress, Spending, Stop, set_budget
 from socialgym.experiments.errors import RunError
 from socialgym.llm.client import LLMServerDown
@@ -694,41 +695,6 @@ def fallback_share(usage) -> float:
     failed = {(f.agent, f.round, f.purpose) for f in usage.fallbacks}
     tasks = {(c.agent, c.round, c.purpose) for c in usage.calls} | failed
     return len(failed) / len(tasks) if tasks else 0.0
-
-
-def check_model_files(cfg: ExperimentConfig) -> None:
-    """Each ``torch`` / ``distilled`` group's model file read and checked (``read_model_file``:
-    tensors only, complete, finite weights) before a run starts: a RunError naming the group."""
-    for group in cfg.policy_groups():
-        if group.kind not in ("torch", "distilled") or not group.params.get("path"):
-            continue                           # no path: the runner names it when it builds the group
-        try:
-            from socialgym.baselines.torch_policy import read_model_file
-            read_model_file(group.params["path"])
-        except (ImportError, OSError, ValueError, TypeError) as exc:
-            raise RunError(f"policy group {group.name!r} ({group.kind}): {exc}") from None
-
-
-def check_llm_keys(cfg: ExperimentConfig) -> LLMConfig:
-    """The run's key rules, checked before anything starts (a RunError naming the variable or the
-    host): a remote server needs a key, and a key goes over plain http only to this machine unless
-    ``llm.allow_plain_http``. Returns the llm section."""
-    import os
-
-    llm = cfg.llm or LLMConfig()
-    if llm.base_url is not None and not llm.api_key and not os.environ.get(llm.api_key_env):
-        from socialgym.llm.client import is_loopback
-        if not is_loopback(llm.base_url):        # say which variable, before anything starts
-            raise RunError(f"llm: no API key for {llm.base_url}: set the environment variable {llm.api_key_env} "
-                           "(llm.api_key_env names it)")
-    if llm.base_url is not None and not llm.allow_plain_http and (llm.api_key or os.environ.get(llm.api_key_env)):
-        from socialgym.llm.router import plain_http_remote
-        if plain_http_remote(llm.base_url):
-            raise RunError(f"llm: refusing to send the API key over plain http to {llm.base_url}; use https, or "
-                           "set llm.allow_plain_http: true if that network is private and yours")
-    if llm.endpoints:
-        run_endpoints(cfg)
-    return llm
 
 
 def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: Path | None):

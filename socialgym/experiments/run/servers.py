@@ -4,6 +4,10 @@ them (``policy.groups[*].endpoints`` / ``model``), and where route events go.
 The router itself (spreading, failover, breakers) is ``socialgym.llm.router``; docs/servers.md
 describes it. Every failover and breaker change of a run becomes a line of
 ``llm_routes.jsonl`` (the runner hands :func:`listen`'s callback to the recorder).
+
+What a run needs from outside before its directory is made is checked here too: the keys
+(:func:`check_llm_keys`) and the model files of trained or distilled groups
+(:func:`check_model_files`).
 """
 
 from __future__ import annotations
@@ -82,4 +86,40 @@ def listen(client: Any, cfg: ExperimentConfig, transcript: Callable[[dict], None
         client.on_route_event = route
 
 
-__all__ = ["run_endpoints", "client_settings", "group_endpoints", "bind_groups", "listen"]
+def check_model_files(cfg: ExperimentConfig) -> None:
+    """Each ``torch`` / ``distilled`` group's model file read and checked (``read_model_file``:
+    tensors only, complete, finite weights) before a run starts: a RunError naming the group."""
+    for group in cfg.policy_groups():
+        if group.kind not in ("torch", "distilled") or not group.params.get("path"):
+            continue                           # no path: the runner names it when it builds the group
+        try:
+            from socialgym.baselines.torch_policy import read_model_file
+            read_model_file(group.params["path"])
+        except (ImportError, OSError, ValueError, TypeError) as exc:
+            raise RunError(f"policy group {group.name!r} ({group.kind}): {exc}") from None
+
+
+def check_llm_keys(cfg: ExperimentConfig) -> LLMConfig:
+    """The run's key rules, checked before anything starts (a RunError naming the variable or the
+    host): a remote server needs a key, and a key goes over plain http only to this machine unless
+    ``llm.allow_plain_http``. Returns the llm section."""
+    import os
+
+    llm = cfg.llm or LLMConfig()
+    if llm.base_url is not None and not llm.api_key and not os.environ.get(llm.api_key_env):
+        from socialgym.llm.client import is_loopback
+        if not is_loopback(llm.base_url):        # say which variable, before anything starts
+            raise RunError(f"llm: no API key for {llm.base_url}: set the environment variable {llm.api_key_env} "
+                           "(llm.api_key_env names it)")
+    if llm.base_url is not None and not llm.allow_plain_http and (llm.api_key or os.environ.get(llm.api_key_env)):
+        from socialgym.llm.router import plain_http_remote
+        if plain_http_remote(llm.base_url):
+            raise RunError(f"llm: refusing to send the API key over plain http to {llm.base_url}; use https, or "
+                           "set llm.allow_plain_http: true if that network is private and yours")
+    if llm.endpoints:
+        run_endpoints(cfg)
+    return llm
+
+
+__all__ = ["run_endpoints", "client_settings", "group_endpoints", "bind_groups", "listen", "check_llm_keys",
+           "check_model_files"]
