@@ -32,7 +32,7 @@ from socialgym.envs.feed.spaces import feed_observation_space
 from socialgym.platform.actions import DM, RoundActions, RoundBatch, RoundTranscript
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary, topic_problem
-from socialgym.platform.validation import NotResetError, check_memory, check_seed
+from socialgym.platform.validation import NotResetError, check_seed
 from socialgym.recommenders import EMPTY, FeedRequest, apply_reranking, make_recommender
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
@@ -76,8 +76,6 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
             problem = topic_problem(topic)
             if problem:
                 raise ValueError(f"topics[{i}]: {problem}")
-        check_memory(cfg.n_agents, cfg.n_actions, cfg.max_rounds,
-                     cfg.feed_size + cfg.vote_feed_size + cfg.dm_inbox_size)
         self.possible_agents = list(cfg.agent_ids)
         self.agents_all = tuple(cfg.agent_ids)
         self._agent_index = {a: i for i, a in enumerate(self.agents_all)}
