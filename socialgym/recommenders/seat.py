@@ -138,6 +138,10 @@ class PlatformSeat(CandidateRanker):
             raise ValueError(f"the platform's action ({self.action_form}) must have shape {shape}, got {a.shape}")
         if not np.all(np.isfinite(a)):
             raise ValueError("the platform's action holds NaN or infinite values")
+        if np.abs(a).max(initial=0.0) > 1.0:     # the declared Box(-1, 1): larger overflows float32 scores
+            i = int(np.argmax(np.abs(a).ravel()))
+            raise ValueError(f"the platform's action must lie in [-1, 1] (its space Box(-1, 1)), got "
+                             f"{a.ravel()[i]:g} at flat index {i}")
         self.action = a
 
     def score_candidates(self, request, cand, feats, rng) -> np.ndarray:
