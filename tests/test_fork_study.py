@@ -53,7 +53,7 @@ def test_the_misinformation_study_forks_three_branches(misinformation):
 
 @pytest.mark.slow
 def test_the_effect_is_the_mean_over_pairs_of_each_pairs_mean_difference(misinformation):
-    from socialgym.experiments.analysis.compare import mean_ci
+    from socialgym.experiments.analysis.statistics import mean_ci
 
     out, result = misinformation
     manifest = json.loads((out / "sweep.json").read_text())

@@ -14,10 +14,12 @@ import pytest
 import scipy.sparse as sp
 
 from socialgym.cli import main
-from socialgym.experiments.analysis.realism import (band_distance, run_dirs_in, scorecard, write_scorecard)
+from socialgym.experiments.analysis.realism import run_dirs_in, scorecard, write_scorecard
+from socialgym.experiments.analysis.statistics import band_distance_in_widths as band_distance
 from socialgym.experiments.analysis.realism_data import load_run_data
 from socialgym.experiments.analysis.realism_facts import FACTS
-from socialgym.metrics.realism import (gini, group_assortativity, negativity_trend, reciprocity, tail_exponent,
+from socialgym.metrics.exposure import gini
+from socialgym.metrics.realism import (group_assortativity, negativity_trend, reciprocity, tail_exponent,
                                        thread_roots, thread_sizes)
 from socialgym.rundir import layout
 
@@ -207,7 +209,7 @@ def test_gini_by_hand():
     assert gini([1, 1, 1, 1]) == pytest.approx(0.0)
     # one of four holds everything: (2*4 - 5) * 1 / (4 * 1) = 3/4
     assert gini([0, 0, 0, 1]) == pytest.approx(0.75)
-    assert math.isnan(gini([])) and math.isnan(gini([0, 0]))
+    assert math.isnan(gini([])) and math.isnan(gini([0, 0], all_zero=math.nan)) and gini([0, 0]) == 0.0
     with pytest.raises(ValueError, match="non-negative"):
         gini([1, -1])
 

@@ -145,3 +145,35 @@ def test_runtime_params_defined_once():
                and all(isinstance(e, ast.Constant) for e in node.elts)
                and sorted(e.value for e in node.elts) == sorted(value)]
     assert len(written) == 1 and written[0].startswith("socialgym/config.py:"), f"written out at {written}"
+
+
+STATISTICS = "socialgym/experiments/analysis/statistics.py"
+
+
+def _calls(tree: ast.AST, attribute: str) -> list[int]:
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == attribute]
+
+
+def test_intervals_only_in_the_statistics_module():
+    """Bootstrap and t intervals have one home (issue 45): no other module defines a function
+    named for a bootstrap or an interval, draws bootstrap resamples, or reads the t distribution."""
+    found = []
+    for p, tree in TREES.items():
+        if _rel(p) == STATISTICS:
+            continue
+        found += [f"{_rel(p)}:{node.lineno} def {node.name}" for node in ast.walk(tree)
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and re.search(r"bootstrap|(^|_)ci(95)?$|t_interval|mean_ci|half_width|band_distance", node.name)]
+        found += [f"{_rel(p)}:{line} t.ppf" for line in _calls(tree, "ppf")]
+    assert not found, "intervals defined outside the statistics module:\n" + "\n".join(found)
+    assert {"bootstrap_mean", "mean_ci", "t_half_width", "band_distance", "band_distance_in_widths"} <= {
+        node.name for node in ast.walk(TREES[PACKAGE.parent / STATISTICS]) if isinstance(node, ast.FunctionDef)}
+
+
+def test_one_definition_of_each_shared_measure():
+    """``gini`` and ``active_share`` are defined once (issue 45): two definitions had drifted
+    apart (0 against NaN for an all-zero sample)."""
+    for name in ("gini", "active_share"):
+        where = [f"{_rel(p)}:{node.lineno}" for p, tree in TREES.items() for node in ast.walk(tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name]
+        assert len(where) == 1, f"{name} defined at {where}"

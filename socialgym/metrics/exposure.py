@@ -127,11 +127,13 @@ def deep_cocoon_share(entropy: Any, threshold: float, groups: Sequence[Any] | No
 
 
 # --------------------------------------------------------------------------- inequality
-def gini(values: Any) -> float:
+def gini(values: Any, *, all_zero: float = 0.0) -> float:
     """Gini coefficient ``G = sum_i sum_j |x_i - x_j| / (2 n^2 mean)`` of non-negative values.
 
-    0 = perfectly equal, ``(n-1)/n`` when one of n values holds everything; all zeros -> 0.0,
-    empty -> nan. Computed in O(n log n) from the sorted values:
+    0 = perfectly equal, ``(n-1)/n`` when one of n values holds everything; empty -> nan. An
+    all-zero sample has no mean to divide by: ``all_zero`` says what it is (0.0 by default, as
+    for exposure, where nobody shown is equality; the realism facts pass NaN: no posts at all
+    cannot say how unequal posting is). Computed in O(n log n) from the sorted values:
     ``G = 2 sum_i i x_(i) / (n sum x) - (n+1)/n`` (i = 1..n, ascending).
     """
     x = np.asarray(values, dtype=float).ravel()
@@ -142,7 +144,7 @@ def gini(values: Any) -> float:
         return float("nan")
     total = x.sum()
     if total == 0:
-        return 0.0
+        return float(all_zero)
     ranks = np.arange(1, n + 1)
     g = 2.0 * np.dot(ranks, np.sort(x)) / (n * total) - (n + 1) / n
     return float(max(g, 0.0))  # clip float round-off below 0 for equal values

@@ -21,22 +21,6 @@ NEGATIVE_BELOW = -0.05
 score; a scripted action's tone gives -1 (critical), 0 or +1, so only critical ones count."""
 
 
-def gini(values: Any) -> float:
-    """Gini coefficient of non-negative values (0 = all equal, -> 1 = one holds everything):
-    ``sum_i (2i - n - 1) x_(i) / (n sum x)`` over the values sorted ascending (i = 1..n). NaN
-    for no values or an all-zero sample."""
-    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
-    if x.size == 0 or not np.all(np.isfinite(x)) or np.any(x < 0):
-        if x.size and (np.any(x < 0) or not np.all(np.isfinite(x))):
-            raise ValueError("gini needs finite non-negative values")
-        return math.nan
-    total = x.sum()
-    if total == 0:
-        return math.nan
-    i = np.arange(1, x.size + 1)
-    return float(np.sum((2 * i - x.size - 1) * x) / (x.size * total))
-
-
 def tail_exponent(values: Any, min_span: float = 10.0) -> float:
     """Exponent alpha of a discrete power-law tail ``p(x) ~ x^-alpha`` fitted by maximum
     likelihood to the positive values, with the lower cut-off x_min chosen by the

@@ -104,8 +104,9 @@ def feed_authors(feed: np.ndarray, author: np.ndarray) -> np.ndarray:
     return np.where(feed >= 0, author[np.maximum(feed, 0)], -1)
 
 
-def active_share(batch: Any) -> float:
-    """Share of the agents who commented or voted in the round."""
+def engaged_share(batch: Any) -> float:
+    """Share of the agents who commented or voted in the round (the platform observation's
+    ``active_share`` feature; not the realism fact of that name, which counts any post)."""
     active = np.zeros(batch.n_agents, bool)
     active[batch.sender[batch.kind == COM]] = True
     active[batch.vote_voter] = True

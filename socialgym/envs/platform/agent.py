@@ -43,7 +43,7 @@ from socialgym.envs.platform.actions import PLATFORM, check_platform_action
 from socialgym.envs.platform.env import PLATFORM_FEATURES
 from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import FeedOnly, PlatformSeat
-from socialgym.rewards.platform import PLATFORM_OBJECTIVES, active_share, platform_components, platform_weights
+from socialgym.rewards.platform import PLATFORM_OBJECTIVES, engaged_share, platform_components, platform_weights
 
 
 class PlatformAgentEnv(ParallelEnv):
@@ -141,7 +141,7 @@ class PlatformAgentEnv(ParallelEnv):
                                                    env.config.feed_size, "act"), round=env.round + 1)
         cand, feats = self.seat.prepare(request, env.rng)
         platform = np.array([env.round / env.config.max_rounds, *self.last_components,
-                             env.ties.weights.values.sum() / env.config.n_agents, self._active_share()], np.float32)
+                             env.ties.weights.values.sum() / env.config.n_agents, self._engaged_share()], np.float32)
         return {"candidates": feats, "mask": (cand >= 0).astype(np.float32), "platform": platform, "phase": 1}
 
     def score_closed_round(self) -> np.ndarray:
@@ -153,10 +153,10 @@ class PlatformAgentEnv(ParallelEnv):
         self.last_components = per_viewer.mean(axis=0)
         return per_viewer
 
-    def _active_share(self) -> float:
+    def _engaged_share(self) -> float:
         """Share of users who commented or voted in the last closed round."""
         record = self.feed_env.last_round
-        return 0.0 if record is None else active_share(record.batch)
+        return 0.0 if record is None else engaged_share(record.batch)
 
     def render(self):
         return None

@@ -46,7 +46,7 @@ from socialgym.platform.validation import check_seed, is_int, show
 from socialgym.recommenders.features import DEFAULT_CANDIDATES, N_FEATURES, RANKING_FEATURES, stance_codes, stance_labels
 from socialgym.recommenders.seat import CandidateRanker, FeedOnly, PlatformSeat
 from socialgym.rewards.platform import (
-    PLATFORM_OBJECTIVES, active_share, feed_authors, platform_components, platform_metrics, platform_weights,
+    PLATFORM_OBJECTIVES, engaged_share, feed_authors, platform_components, platform_metrics, platform_weights,
 )
 
 PLATFORM_FEATURES: tuple[str, ...] = ("progress", *PLATFORM_OBJECTIVES, "tie_weight_per_user", "active_share")
@@ -185,7 +185,7 @@ class PlatformEnv(gymnasium.Env):
         self.last_per_viewer = per_viewer
         authors = feed_authors(batch.feed, env.content.column("author"))
         self.last_metrics = platform_metrics(batch, record.totals, self.stances, self.n_topics, authors, per_viewer)
-        self._active_share = active_share(batch)
+        self._active_share = engaged_share(batch)
         return bool(done)
 
     # ---------------------------------------------------------------- observation

@@ -21,13 +21,14 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
 from socialgym.rundir.files import atomic_write, read_csv, to_float, write_csv
 from socialgym.rundir import RunDirError, read_run_info, read_summary, survey_means
+from socialgym.experiments.analysis.statistics import mean_ci
 from socialgym.experiments.errors import RunError
 from socialgym.rundir import layout, writer_lock
 
@@ -133,22 +134,6 @@ def _summary(a: Path, b: Path, pairs: Sequence[int], rows: list, first: dict, wa
     return "\n".join(lines) + "\n"
 
 
-def mean_ci(samples: Iterable[float], level: float = 0.95) -> tuple[float, float, float, int]:
-    """Mean and two-sided t-interval (n-1 degrees of freedom) of the finite samples; the interval
-    is the mean itself when n == 1, and everything is nan when n == 0."""
-    x = np.array([v for v in samples if v is not None and math.isfinite(v)], dtype=float)
-    n = len(x)
-    if n == 0:
-        return math.nan, math.nan, math.nan, 0
-    mean = float(x.mean())
-    if n == 1:
-        return mean, mean, mean, 1
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half, n
-
-
 def run_metrics(run: Path) -> dict[str, dict[int, float]]:
     """{metric: {round: value}}: rounds.csv's rewards averaged over agents, network.csv's
     numeric columns as they are, and (surveys.csv) ``survey:<survey>.<item>``: the mean numeric
@@ -207,4 +192,4 @@ def _numeric(text: str) -> bool:
     return text == "" or not math.isnan(to_float(text)) or text.strip().lower() == "nan"
 
 
-__all__ = ["compare", "replicates", "mean_ci", "run_metrics", "COMPARE_COLUMNS"]
+__all__ = ["compare", "replicates", "run_metrics", "COMPARE_COLUMNS"]

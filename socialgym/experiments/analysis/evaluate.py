@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
+from socialgym.experiments.analysis.statistics import t_half_width
 
 
 def play(env, policy, seed: int) -> np.ndarray:
@@ -68,21 +69,8 @@ def evaluate(policies: dict[str, Callable[[], Any]], task: str, *, overrides: di
         totals = np.array(totals)
         rows.append({"policy": name, "episodes": episodes,
                      **{c: float(v) for c, v in zip(REWARD_NAMES, np.mean(comps, axis=0))},
-                     "total": float(totals.mean()), "total_ci95": ci95(totals), "returns": totals.tolist()})
+                     "total": float(totals.mean()), "total_ci95": t_half_width(totals), "returns": totals.tolist()})
     return rows
-
-
-def ci95(values) -> float:
-    """Half-width of the 95 % t-interval of the mean (nan for fewer than two values)."""
-    values = np.asarray(values, float)
-    if len(values) < 2:
-        return float("nan")
-    return float(_t95(len(values)) * values.std(ddof=1) / np.sqrt(len(values)))
-
-
-def _t95(n: int) -> float:
-    from scipy import stats
-    return float(stats.t.ppf(0.975, n - 1))
 
 
 def write_table(rows: list[dict], out: Path) -> None:
@@ -190,7 +178,7 @@ def _llm_factory(a, stack: contextlib.ExitStack):
     return lambda: LLMPolicy(client, **COMPACT_POLICY, seed=a.seed)
 
 
-__all__ = ["play", "evaluate", "ci95", "write_table", "learning_curve", "main"]
+__all__ = ["play", "evaluate", "write_table", "learning_curve", "main"]
 
 
 if __name__ == "__main__":

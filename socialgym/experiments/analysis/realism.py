@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from socialgym.experiments.analysis.realism_data import load_run_data
+from socialgym.experiments.analysis.statistics import band_distance_in_widths, mean_ci
 from socialgym.experiments.analysis.realism_facts import FACTS, Fact
 from socialgym.rundir import layout
 from socialgym.rundir.files import atomic_write, own_dir, write_csv, write_json
@@ -29,22 +30,6 @@ from socialgym.rundir.files import atomic_write, own_dir, write_csv, write_json
 REALISM_MD, REALISM_JSON, REALISM_CSV, REALISM_HTML = (layout.REALISM_MD, layout.REALISM_JSON, layout.REALISM_CSV,
                                                       layout.REALISM_HTML)
 VERDICTS = ("pass", "fail", "not measurable")
-
-
-def band_distance(value: float, band: tuple[float, float]) -> float:
-    """How far ``value`` lies outside ``band``, in band widths (0 inside, NaN for NaN, inf for an
-    infinite value outside). A band with an open or zero-width side is measured in units of its
-    largest finite end (at least 1)."""
-    lo, hi = band
-    if math.isnan(value):
-        return math.nan
-    if math.isinf(value):
-        return 0.0 if lo <= value <= hi else math.inf
-    if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
-        width = hi - lo
-    else:
-        width = max([abs(b) for b in band if math.isfinite(b)] + [1.0])
-    return max(lo - value, value - hi, 0.0) / width
 
 
 @dataclass(frozen=True)
@@ -71,9 +56,8 @@ class FactScore:
         m = self.measured
         if m.size < 2 or not np.all(np.isfinite(m)):
             return None
-        from scipy.stats import t
-        half = float(t.ppf(0.975, m.size - 1) * m.std(ddof=1) / math.sqrt(m.size))
-        return (float(m.mean()) - half, float(m.mean()) + half)
+        _, lo, hi, _ = mean_ci(m)
+        return (lo, hi)
 
     @property
     def verdict(self) -> str:
@@ -81,8 +65,8 @@ class FactScore:
         return "not measurable" if ok is None else ("pass" if ok else "fail")
 
     def distance(self) -> float:
-        """How far the mean lies outside the fact's band (``band_distance``)."""
-        return band_distance(self.mean, self.fact.band)
+        """How far the mean lies outside the fact's band, in band widths."""
+        return band_distance_in_widths(self.mean, self.fact.band)
 
 
 @dataclass(frozen=True)

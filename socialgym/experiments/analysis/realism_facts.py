@@ -20,7 +20,8 @@ import scipy.sparse as sp
 
 from socialgym.experiments.analysis.realism_data import RunData
 from socialgym.metrics import undirected_graph
-from socialgym.metrics.realism import (active_share, gini, group_assortativity, negativity_trend, reciprocity,
+from socialgym.metrics.exposure import gini
+from socialgym.metrics.realism import (active_share, group_assortativity, negativity_trend, reciprocity,
                                        tail_exponent, thread_roots)
 
 FIRST_MEASURED_ROUND = 2
@@ -150,7 +151,7 @@ def _active_share(run: RunData) -> float:
 
 # ---------------------------------------------------------------------------------- the facts
 def _posts_gini(run: RunData) -> float:
-    return gini(_content_per_user(run)) if run.n_agents else math.nan
+    return gini(_content_per_user(run), all_zero=math.nan) if run.n_agents else math.nan
 
 
 def _posts_tail(run: RunData) -> float:
@@ -159,7 +160,7 @@ def _posts_tail(run: RunData) -> float:
 
 def _votes_gini(run: RunData) -> float:
     votes = _votes_per_item(run)
-    return gini(votes) if votes.size else math.nan
+    return gini(votes, all_zero=math.nan) if votes.size else math.nan
 
 
 def _reciprocity(run: RunData) -> float:

@@ -27,9 +27,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from socialgym.experiments.analysis.realism import (FactScore, Scorecard, band_distance, json_number, scorecard,
+from socialgym.experiments.analysis.realism import (FactScore, Scorecard, json_number, scorecard,
                                                     write_scorecard)
 from socialgym.experiments.analysis.realism_facts import FACTS, in_band
+from socialgym.experiments.analysis.statistics import band_distance_in_widths
 from socialgym.experiments.define.loading import load_config
 from socialgym.experiments.define.schema import ConfigError, ExperimentConfig, to_dict
 from socialgym.rundir import layout
@@ -94,11 +95,11 @@ def read_targets(path: str | Path, tunable: Mapping[str, tuple]) -> Targets:
 
 
 def objective_value(card: Scorecard, bands: Mapping[str, tuple[float, float]]) -> float:
-    """Sum over the target facts of ``band_distance`` of the mean, each capped at
+    """Sum over the target facts of ``band_distance_in_widths`` of the mean, each capped at
     ``FACT_COST_CAP`` (which an unmeasurable fact costs too)."""
     total = 0.0
     for key, band in bands.items():
-        d = band_distance(card.score(key).mean, band)
+        d = band_distance_in_widths(card.score(key).mean, band)
         total += FACT_COST_CAP if math.isnan(d) else min(d, FACT_COST_CAP)
     return total
 

@@ -48,7 +48,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from socialgym.config import REWARD_NAMES, FeedConfig
-from socialgym.experiments.analysis.compare import compare, mean_ci, run_metrics
+from socialgym.experiments.analysis.compare import compare, run_metrics
+from socialgym.experiments.analysis.statistics import mean_ci
 from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_yaml, fork_config, grid, load_config,
                                           thaw, to_dict, with_values)
 from socialgym.experiments.errors import RunError

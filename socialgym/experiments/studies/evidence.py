@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
-import numpy as np
+# the intervals these rules use live in the statistics module; re-exported so a verdict reads ev.*
+from socialgym.experiments.analysis.statistics import (BOOTSTRAP, LEVEL, Interval, band_distance,  # noqa: F401
+                                                       bootstrap_mean, bootstrap_slope, paired_difference,
+                                                       rank_probability, relative_change, slopes_per_run, trend,
+                                                       unit_means)
 
 SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusive"
 NOT_TESTED = "not tested at this scale"
@@ -40,10 +43,6 @@ VERDICTS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_TESTED)
 
 MIN_RUNS = 5
 """The fewest independent runs (or run pairs) any verdict rests on, whatever the paper used."""
-BOOTSTRAP = 10_000
-"""Bootstrap resamples per interval."""
-LEVEL = 0.95
-"""Interval level, and the share of resamples a ranking must hold in."""
 CAPABLE_MODELS = ("gpt-4", "gpt-3.5", "chatgpt", "llama-3.1-70b", "llama-3.3-70b", "llama3.1:70b", "llama3.3:70b",
                   "qwen2.5-32b", "qwen2.5-72b", "qwen2.5:32b", "qwen2.5:72b", "mistral-nemo", "claude")
 """Models counted as capable enough to test a claim about LLM agents' behaviour: the papers' own
@@ -100,141 +99,6 @@ def shortfalls(design: Design, ours: Scale) -> list[str]:
     return short
 
 
-@dataclass(frozen=True)
-class Interval:
-    mean: float
-    lo: float
-    hi: float
-    n: int
-
-    def text(self, digits: int = 3, unit: str = "") -> str:
-        if not math.isfinite(self.mean):
-            return "n/a"
-        f = f"{{:+.{digits}f}}"
-        if self.n < 2 or not math.isfinite(self.lo):
-            return f"{f.format(self.mean)}{unit} (n = {self.n}, no interval)"
-        return f"{f.format(self.mean)}{unit} [{f.format(self.lo)}, {f.format(self.hi)}] (n = {self.n})"
-
-
-def _resamples(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(BOOTSTRAP, n))
-
-
-def _units(values) -> np.ndarray:
-    v = np.asarray(values, float)
-    if v.ndim != 1:
-        raise ValueError(f"expected one value per independent run, got an array of shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("a run's value is not finite (nan or inf): a missing run must be left out, not averaged in")
-    return v
-
-
-def bootstrap_mean(values: Sequence[float], seed: int = 0) -> Interval:
-    """Mean over independent runs with its percentile bootstrap interval."""
-    v = _units(values)
-    if len(v) == 0:
-        return Interval(math.nan, math.nan, math.nan, 0)
-    if len(v) == 1:
-        return Interval(float(v[0]), math.nan, math.nan, 1)
-    means = v[_resamples(len(v), seed)].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return Interval(float(v.mean()), float(lo), float(hi), len(v))
-
-
-def paired_difference(treated: Sequence[float], control: Sequence[float], seed: int = 0) -> Interval:
-    """Mean of the per-pair differences treated − control (pair k: the same seed in both arms)."""
-    a, b = _units(treated), _units(control)
-    if a.shape != b.shape:
-        raise ValueError(f"paired arms differ in length: {len(a)} treated runs, {len(b)} control runs")
-    return bootstrap_mean(a - b, seed)
-
-
-def relative_change(treated: Sequence[float], control: Sequence[float], seed: int = 0) -> Interval:
-    """mean(treated) / mean(control) − 1 over run pairs, the pairs resampled together."""
-    a, b = _units(treated), _units(control)
-    if a.shape != b.shape:
-        raise ValueError(f"paired arms differ in length: {len(a)} treated runs, {len(b)} control runs")
-    if len(a) == 0 or b.mean() == 0:
-        return Interval(math.nan, math.nan, math.nan, len(a))
-    point = float(a.mean() / b.mean() - 1)
-    if len(a) == 1:
-        return Interval(point, math.nan, math.nan, 1)
-    idx = _resamples(len(a), seed)
-    den = b[idx].mean(axis=1)
-    ratios = a[idx].mean(axis=1)[den != 0] / den[den != 0] - 1
-    lo, hi = np.quantile(ratios, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return Interval(point, float(lo), float(hi), len(a))
-
-
-def unit_means(cells: Sequence[float], units: Sequence) -> tuple[np.ndarray, list]:
-    """Average cells (groups, agents, rounds of one run) within their unit (run or run pair):
-    the unit, not the cell, is what an interval counts."""
-    v = np.asarray(cells, float)
-    keys = list(units)
-    if len(keys) != len(v):
-        raise ValueError(f"{len(v)} cells but {len(keys)} unit labels")
-    order = list(dict.fromkeys(keys))
-    return np.array([v[[k == u for k in keys]].mean() for u in order]), order
-
-
-def slopes_per_run(curves, x: Sequence[float] | None = None) -> np.ndarray:
-    """OLS slope of each run's curve (rows: runs; columns: rounds or treatment levels) on ``x``
-    (default 1, 2, ...). A run with fewer than two finite points has no slope and is an error."""
-    y = np.asarray(curves, float)
-    y = y[None, :] if y.ndim == 1 else y
-    xs = np.arange(1, y.shape[1] + 1, dtype=float) if x is None else np.asarray(x, float)
-    if xs.shape != (y.shape[1],):
-        raise ValueError(f"{y.shape[1]} points per run but {xs.shape} x values")
-    out = []
-    for row in y:
-        ok = np.isfinite(row)
-        if ok.sum() < 2 or np.ptp(xs[ok]) == 0:
-            raise ValueError("a run has fewer than two finite points: no slope")
-        xc = xs[ok] - xs[ok].mean()
-        out.append(float((xc * (row[ok] - row[ok].mean())).sum() / (xc ** 2).sum()))
-    return np.array(out)
-
-
-def trend(curves, x: Sequence[float] | None = None, seed: int = 0) -> Interval:
-    """The mean of the per-run slopes, bootstrapped over runs."""
-    return bootstrap_mean(slopes_per_run(curves, x), seed)
-
-
-def bootstrap_slope(x: Sequence[float], y: Sequence[float], seed: int = 0) -> Interval:
-    """OLS slope of y on x where each (x, y) point is one independent unit (a discussion, a run),
-    with the percentile interval over resamples of the units."""
-    xs, ys = _units(x), _units(y)
-    if xs.shape != ys.shape:
-        raise ValueError(f"{len(xs)} x values but {len(ys)} y values")
-    if len(xs) < 3 or np.ptp(xs) == 0:
-        return Interval(math.nan, math.nan, math.nan, len(xs))
-    point = float(slopes_per_run(ys[None, :], xs)[0])
-    idx = _resamples(len(xs), seed)
-    bx, by = xs[idx], ys[idx]
-    bxc = bx - bx.mean(axis=1, keepdims=True)
-    den = (bxc ** 2).sum(axis=1)
-    ok = den > 0
-    slopes = (bxc * (by - by.mean(axis=1, keepdims=True))).sum(axis=1)[ok] / den[ok]
-    lo, hi = np.quantile(slopes, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return Interval(point, float(lo), float(hi), len(xs))
-
-
-def rank_probability(per_run: Mapping[str, Sequence[float]], holds, seed: int = 0) -> tuple[float, list[str]]:
-    """Share of run resamples in which ``holds(ranking)`` is true, ranking = names by mean, highest
-    first; the runs are resampled together (run k gives every name's value k). Also the ranking of
-    the full sample."""
-    names = list(per_run)
-    m = np.vstack([_units(per_run[n]) for n in names])          # (names, runs)
-    if len({len(per_run[n]) for n in names}) != 1:
-        raise ValueError("every name needs one value per run, the same runs")
-    full = [names[i] for i in np.argsort(-m.mean(axis=1), kind="stable")]
-    idx = _resamples(m.shape[1], seed)
-    means = m[:, idx].mean(axis=2)                               # (names, resamples)
-    order = np.argsort(-means, axis=0, kind="stable")
-    hits = sum(bool(holds([names[i] for i in order[:, b]])) for b in range(order.shape[1]))
-    return hits / order.shape[1], full
-
-
 def direction(interval: Interval, expected: int) -> str:
     """``expected`` +1 (the paper says it rises / is positive) or -1."""
     if interval.n < 2 or not math.isfinite(interval.lo):
@@ -267,8 +131,3 @@ def size_against(interval: Interval, paper_value: float | None, digits: int = 3,
 def network_band(mean: float, sd: float, z: float = 1.96) -> tuple[float, float]:
     """The range real networks span: mean ± z standard deviations across networks."""
     return mean - z * sd, mean + z * sd
-
-
-def band_distance(value: float, band: tuple[float, float]) -> float:
-    lo, hi = band
-    return max(0.0, lo - value) + max(0.0, value - hi)

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from socialgym.experiments.analysis.compare import mean_ci, run_metrics
+from socialgym.experiments.analysis.compare import run_metrics
+from socialgym.experiments.analysis.statistics import mean_ci
 from socialgym.experiments.analysis.realism import conditions_html
 from socialgym.experiments.define import load_config
 from socialgym.rundir.files import atomic_write, finite_json, own_dir, write_csv

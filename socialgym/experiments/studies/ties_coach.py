@@ -37,7 +37,7 @@ from socialgym.experiments.studies import fork_studies as fork_study
 from socialgym.rundir.files import atomic_write, own_dir, read_json, write_csv
 from socialgym.rundir.runs import load_tie_matrix
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
-from socialgym.experiments.analysis.compare import mean_ci
+from socialgym.experiments.analysis.statistics import mean_ci
 from socialgym.experiments.analysis.realism import conditions_html
 from socialgym.experiments.run.sweep import resume_sweep, run_sweep
 from socialgym.rundir import is_sweep, kind_of, layout, read_rounds, read_sweep, writes
