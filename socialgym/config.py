@@ -16,7 +16,7 @@ import numpy as np
 
 from socialgym.platform.population import main_interests, seed_graph_pairs
 from socialgym.platform.topics import MAX_TOPIC_CHARS, normalise_topic, topic_problem
-from socialgym.platform.validation import check_finite, check_int, check_memory, check_range, check_seed, show
+from socialgym.platform.validation import check_finite, check_int, check_range, check_seed, show
 
 REWARD_NAMES: tuple[str, ...] = ("SOC", "INF", "PRE", "COORD", "EMO")
 DEFAULT_TOPICS: tuple[str, ...] = (
@@ -168,9 +168,6 @@ class FeedConfig:
                 ("dm_inbox_size", 1, MAX_FEED_SIZE, "MAX_FEED_SIZE"), ("max_topics", 1, MAX_TOPICS, "MAX_TOPICS"),
                 ("max_text_chars", 0, MAX_TEXT_CHARS, "MAX_TEXT_CHARS")):
             check_int(name, getattr(self, name), low, high, limit=limit)
-        # the sizes are known: a population that cannot fit is refused before anything per agent
-        check_memory(self.n_agents, self.n_actions, self.max_rounds,
-                     self.feed_size + self.vote_feed_size + self.dm_inbox_size)
         _check_topics(self.topics)
         for name in ("exposure_in_infos", "action_masks"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):

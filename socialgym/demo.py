@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recommender", choices=("chronological", "random"), default="random")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    try:
+        socialgym.parallel_env(n_agents=args.agents, max_rounds=args.rounds, seed=args.seed)   # checks the sizes
+    except (ValueError, TypeError, MemoryError) as exc:
+        parser.error(str(exc))               # one usage line, exit status 2
     run(args.agents, args.rounds, args.policy, args.seed, args.recommender)
 
 

@@ -185,3 +185,46 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["calibrate", str(config), "--targets", str(targets), "--out", str(tmp_path / "c"),
                  "--workers", "0"]) == 2
     assert "--workers must be a positive integer" in capsys.readouterr().err
+
+
+def test_a_band_outside_what_the_fact_can_take_is_refused(tmp_path):
+    tunable = SocialUsers.TUNABLE
+    # clustering is a share (0 - 1), homophily a correlation (-1 - 1), a tail exponent is >= 1
+    for key, band in (("clustering", [-0.5, -0.1]), ("active_share", [1.5, 2.0]), ("homophily", [-3, -2]),
+                      ("posts_tail", [0.2, 0.8])):
+        with pytest.raises(ConfigError, match=f"targets.facts.{key}: .* lies outside the values {key} can take"):
+            read_targets(_write(tmp_path / "t.yaml", {"facts": {key: band}}), tunable)
+    # a band that reaches into the domain is a target
+    assert read_targets(_write(tmp_path / "t.yaml", {"facts": {"homophily": [-2, -0.5]}}), tunable).bands == {
+        "homophily": (-2.0, -0.5)}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", str(10**9)], "--seeds 1000000000 is more than 1,000"),
+    (["--eval-seeds", "5000"], "--eval-seeds 5000 is more than 1,000"),
+    (["--name", "search"], "--name search would write the population over search.json"),
+    (["--name", "calibration"], "--name calibration would write the population over calibration.json"),
+])
+def test_calibrate_refuses_sizes_and_names_before_any_work(tmp_path, capsys, argv, message):
+    config = _write(tmp_path / "pop.yaml", SMALL)
+    targets = _write(tmp_path / "t.yaml", {"facts": {"reciprocity": "reference"}})
+    assert main(["calibrate", str(config), "--targets", str(targets), "--out", str(tmp_path / "c"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("damage", [b'{"op_code": 0, "worker_id"', b"\xff\xfe\x00 garbage", b'{"a": 1}\n'])
+def test_a_damaged_journal_is_one_line(tmp_path, capsys, damage):
+    config = _write(tmp_path / "pop.yaml", SMALL)
+    targets = _write(tmp_path / "t.yaml", {"facts": {"reciprocity": "reference"}})
+    out = tmp_path / "c"
+    argv = ["calibrate", str(config), "--targets", str(targets), "--out", str(out), "--trials", "1", "--workers", "1",
+            "--seeds", "1", "--eval-seeds", "1"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    (out / layout.SEARCH_LOG).write_bytes(damage)
+    assert main([*argv[:7], "2", *argv[8:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{layout.SEARCH_LOG} is damaged and cannot be resumed" in err and err.count("\n") == 1
+    assert (out / layout.SEARCH_LOG).read_bytes() == damage

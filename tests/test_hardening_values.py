@@ -271,3 +271,94 @@ def test_estimate_json_is_strict_json_even_past_float_range(tmp_path, capsys):
     # tokens / 1e-308 tokens per second overflows to inf seconds: written as null
     assert result["wall_seconds"] is None
     assert result["total"]["requests"] > 0
+
+
+# ---------------------------------------------------------------------------------- probe findings
+@pytest.mark.parametrize("name", ["round_²³.npz", f"round_{2**70}.npz", "round_99999999.npz", "round_-3.npz"])
+def test_a_file_named_for_no_round_is_not_a_rounds_file(logged_runs, tmp_path, capsys, name):
+    run = _copy(logged_runs, tmp_path)
+    good = layout.tie_files(run)
+    shutil.copy(good[3], run / layout.TIES / name)
+    shutil.copy(layout.decision_path(run, 3), run / layout.DECISIONS / name)
+    # only the rounds 1..MAX_ROUNDS = 100,000 written as ASCII digits count
+    assert layout.tie_files(run) == good and sorted(layout.decision_files(run)) == [1, 2, 3]
+    for command in (["validate", str(run)], ["report", str(run)], ["view", str(run)]):
+        assert main(command) == 0, command
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_viewer_names_comments_whose_target_it_cannot_read(logged_runs, tmp_path):
+    from socialgym.viewer.data import load_run
+
+    run = _copy(logged_runs, tmp_path)
+    events = _events(run)
+    comments = [e for e in events if e["kind"] == "COM"]
+    assert len(comments) >= 2
+    comments[0]["target_id"], comments[1]["target_id"] = 2**70, 1e300
+    _write_events(run, events)
+    data = load_run(run)
+    assert any("2 comments without a readable target_id" in n for n in data["notices"]), data["notices"]
+
+
+def test_a_distilled_group_with_an_unknown_parameter_is_a_config_error(tmp_path):
+    from socialgym.experiments import ConfigError, load_config
+
+    model = tmp_path / "m.pt"
+    model.write_bytes(b"placeholder")
+    base = {"env": {"n_agents": 4, "max_rounds": 2},
+            "policy": {"groups": [{"name": "d", "kind": "distilled", "agents": 2, "params": {"path": str(model)}},
+                                  {"name": "g", "kind": "greedy"}]}}
+    for params, message in (({"temperature": 1}, "unknown parameter 'temperature'; allowed: path, deterministic, seed"),
+                            ({"deterministic": "yes"}, "deterministic must be true or false"),
+                            ({"seed": -1}, r"seed must be an integer in 0..4294967295")):
+        base["policy"]["groups"][0]["params"] = {"path": str(model), **params}
+        with pytest.raises(ConfigError, match=message):
+            load_config(base)
+
+
+def test_a_model_of_another_layout_is_named_with_its_group(logged_runs, tmp_path, capsys):
+    pytest.importorskip("torch")
+    model = tmp_path / "m.pt"
+    assert main(["distill", str(logged_runs / "r0"), str(logged_runs / "r1"), "--out", str(model),
+                 "--epochs", "1"]) == 0
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({**SCRIPTED, "env": {**SCRIPTED["env"], "feed_size": 4},
+                                  "logging": {"report": False, "progress": False},
+                                  "policy": {"groups": [{"name": "clones", "kind": "distilled", "agents": 4,
+                                                         "params": {"path": str(model)}},
+                                                        {"name": "greedy", "kind": "greedy"}]}}))
+    capsys.readouterr()
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"policy group 'clones' (distilled): {model}: this policy was trained on another layout" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("field, value", [("discussions", 10**30), ("max_turns", 10**30), ("users", 0),
+                                          ("seed", -1), ("parallel", 5000)])
+def test_moderation_sizes_are_bounded(field, value):
+    from socialgym.experiments.studies.moderation import ModerationExperiment
+
+    with pytest.raises(ValueError, match=f"{field} must be an integer >= "):
+        ModerationExperiment(**{field: value})
+
+
+@pytest.mark.parametrize("argv, message", [(["--rounds", "0"], "max_rounds must be an integer >= 1"),
+                                           (["--agents", "1"], "n_agents must be an integer >= 2"),
+                                           (["--seed", "-1"], "seed must be None or an integer >= 0")])
+def test_the_scripted_demo_checks_its_arguments(capsys, argv, message):
+    from socialgym.demo import main as demo
+
+    with pytest.raises(SystemExit) as stop:
+        demo(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_a_study_refuses_a_plain_http_key_before_its_directory_exists(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-study-secret")
+    out = tmp_path / "study"
+    assert main(["study", "soc-strategy", "--out", str(out), "--base-url", "http://10.9.9.9/v1", "--model", "m",
+                 "--scale", "llm", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to send the API key over plain http to http://10.9.9.9/v1" in err and err.count("\n") == 1
+    assert "sk-study-secret" not in err and not out.exists()

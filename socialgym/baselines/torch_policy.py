@@ -355,6 +355,8 @@ class TorchPolicy:
     def __init__(self, actor: Actor, interface: dict, *, deterministic: bool = False, seed: int = 0) -> None:
         self.actor, self.interface = actor, dict(interface)
         self.deterministic, self.seed = deterministic, seed
+        self.source: Path | None = None
+        """The model file it was loaded from (:meth:`load`), named in its errors."""
         self.actor.net.eval()
         self.actor.seed_streams(seed)
 
@@ -380,7 +382,9 @@ class TorchPolicy:
         except (RuntimeError, TypeError, ValueError, IndexError, KeyError) as exc:
             first = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
             raise ValueError(f"{path}: its weights do not fit the network it describes ({first})") from None
-        return cls(Actor(net, heads, norm), data["interface"], deterministic=deterministic, seed=seed)
+        policy = cls(Actor(net, heads, norm), data["interface"], deterministic=deterministic, seed=seed)
+        policy.source = Path(path)
+        return policy
 
     def check_env(self, env) -> None:
         """Raise a clear error if ``env``'s per-agent interface differs from the training one."""
@@ -388,7 +392,8 @@ class TorchPolicy:
         lay = dataclasses.asdict(base.layout)
         diff = {k: (self.interface.get(k), lay.get(k)) for k in INTERFACE if lay.get(k) != self.interface.get(k)}
         if diff:
-            raise ValueError(f"this policy was trained on another layout; (trained, env): {diff}")
+            where = f"{self.source}: " if getattr(self, "source", None) else ""     # older pickles lack it
+            raise ValueError(f"{where}this policy was trained on another layout; (trained, env): {diff}")
         if base.config.obs_format == "structured" or not base.config.action_masks:
             raise ValueError("TorchPolicy needs obs_format='numeric' or 'both' and action_masks=True")
 

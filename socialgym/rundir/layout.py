@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from socialgym.config import REWARD_NAMES
+from socialgym.config import MAX_ROUNDS, REWARD_NAMES
 from socialgym.platform.actions import ACTION_TYPES
 
 # ---------------------------------------------------------------------------------- one run
@@ -129,10 +129,12 @@ def decision_path(run: Path, round: int) -> Path:
 
 
 def _numbered(folder: Path, suffix: str) -> dict[int, Path]:
+    """round -> file for the files named ``round_<ASCII digits><suffix>`` whose round a run can
+    have (0..MAX_ROUNDS); others (``round_²³.npz``, ``round_<2**70>.npz``) are not a round's file."""
     found = {}
     for path in folder.glob(f"round_*{suffix}"):
         stem = path.name[len("round_"):-len(suffix)]
-        if stem.isdigit():
+        if stem.isascii() and stem.isdigit() and len(stem) <= 7 and int(stem) <= MAX_ROUNDS:
             found[int(stem)] = path
     return dict(sorted(found.items()))
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from socialgym.config import REWARD_NAMES
+from socialgym.config import MAX_ROUNDS, REWARD_NAMES
 from socialgym.rundir.files import finite_number, read_csv, read_json, read_jsonl, to_float, to_int64
 from socialgym.rundir.layout import COUNT_COLUMNS, REWARD_COLUMNS
 from socialgym.platform.actions import CONTENT_TYPES
@@ -39,6 +39,7 @@ TRANSCRIPT_BUDGET = 6_000_000  # characters of LLM prompts kept; beyond it promp
 PROMPT_CLIP = 1500            # a prompt's length once the budget is exceeded
 MAX_CONFIG_CHARS = 20_000
 MAX_PAGE_MB = 100             # a run whose page would be larger is refused (docs/viewer.md: limits)
+MAX_ITEM_ID = 2**31 - 1       # the page keeps ids in int32 columns
 
 
 class ViewerError(ValueError):
@@ -84,6 +85,19 @@ def read_json_noting(path: Path, notices: list[str]) -> Any:
 def _int(value: Any) -> int | None:
     """A number or text cell as an int64 value (``to_int64``), else None."""
     return to_int64(value, text=True)
+
+
+def _round(value: Any) -> int | None:
+    """A round a run can have (1..MAX_ROUNDS), else None: a file edited to say round 2**62 must
+    not make the page allocate that many rounds."""
+    r = _int(value)
+    return r if r is not None and 1 <= r <= MAX_ROUNDS else None
+
+
+def _item_id(value: Any) -> int | None:
+    """A content id the page can hold (0..2**31 - 1, its int32 columns), else None."""
+    i = _int(value)
+    return i if i is not None and 0 <= i <= MAX_ITEM_ID else None
 
 
 def plural(n: int, word: str) -> str:
@@ -143,8 +157,8 @@ def load_run(run_dir: str | Path) -> dict:
     events = _read_events(path, agents, notices, logging_cfg)
     transcripts = _read_transcripts(path, agents, notices, logging_cfg)
     ties_files = {r: file for r, file in layout.tie_files(path).items() if r >= 1}
-    done = _int(summary.get("rounds_completed"))
-    rounds_in_csv = [r for r in (_int(x) for x in (rounds_cols or {}).get("round", [])) if r is not None]
+    done = _round(summary.get("rounds_completed"))
+    rounds_in_csv = [r for r in (_round(x) for x in (rounds_cols or {}).get("round", [])) if r is not None]
     T = max([0, *rounds_in_csv, *events["rounds"], *ties_files, *([done] if done else [])])
     if T == 0:
         notices.append("No round was completed yet: nothing to replay.")
@@ -313,7 +327,7 @@ def _fill_rounds(cols, agents: _Agents, rewards, counts, groups, policies, coach
     T, n = rewards.shape[0], rewards.shape[1]
     bad = 0
     for k, (r_cell, agent) in enumerate(zip(cols["round"], cols["agent"])):
-        r = _int(r_cell)
+        r = _round(r_cell)
         i = agents.get(agent, known_only=bool(agents.names))
         if r is None or not 1 <= r <= T or i < 0 or i >= n:
             bad += 1
@@ -382,24 +396,26 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
             notices.append(f"No {layout.EVENTS}: no posts, comments, DMs, votes or tie updates to show.")
         return empty
     items, votes, ties, interventions = [], [], [], []
-    bad, other = 0, 0
+    bad, other, unlinked = 0, 0, 0
     try:
         for e, _ in read_jsonl(file):
             if e is None:
                 bad += 1
                 continue
-            kind, r = e.get("kind"), _int(e.get("round"))
-            if r is None or r < 1:
+            kind, r = e.get("kind"), _round(e.get("round"))
+            if r is None:
                 bad += 1
                 continue
             if kind in CONTENT_TYPES:
-                cid = _int(e.get("id"))
+                cid = _item_id(e.get("id"))
                 if cid is None or not isinstance(e.get("sender"), str):
                     bad += 1
                     continue
+                if kind == "COM" and _item_id(e.get("target_id")) is None:
+                    unlinked += 1
                 items.append((r, kind, e))
             elif kind == "VOTE":
-                cid, value = _int(e.get("id")), _int(e.get("value"))
+                cid, value = _item_id(e.get("id")), _int(e.get("value"))
                 if cid is None or value is None or not isinstance(e.get("sender"), str):
                     bad += 1
                     continue
@@ -412,7 +428,7 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
                 ties.append((r, e["src"], e["dst"], *nums))
             elif kind == "INTERVENTION":          # a scheduled intervention: marked on the round axis
                 interventions.append([r, str(e.get("intervention", ""))])
-                if e.get("intervention") == "post" and _int(e.get("id")) is not None \
+                if e.get("intervention") == "post" and _item_id(e.get("id")) is not None \
                         and isinstance(e.get("author"), str):   # an injected post: a POST of its round
                     items.append((r, "POST", {**e, "sender": e["author"], "kind": "POST"}))
             else:
@@ -424,6 +440,9 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
                        "were skipped.")
     if other:
         notices.append(f"{layout.EVENTS}: {plural(other, 'line')} of an unknown kind were ignored.")
+    if unlinked:
+        notices.append(f"{layout.EVENTS}: {plural(unlinked, 'comment')} without a readable target_id "
+                       "(missing, or not an id) are shown as top-level posts.")
     topics = sorted({str(e.get("topic")) for _, _, e in items if e.get("topic") is not None})
     rounds = sorted({r for r, _, _ in items} | {v[0] for v in votes} | {t[0] for t in ties})
     return {"present": True, "rounds": rounds, "topics": topics, "interventions": interventions,
@@ -439,13 +458,13 @@ def _items_table(items: list, topics: list[str], agents: _Agents) -> dict:
     texts: list[str] = []
     m_row, m_agent = [], []
     for k, (r, kind, e) in enumerate(items):
-        cols["id"][k] = _int(e.get("id"))
+        cols["id"][k] = _item_id(e.get("id"))
         cols["round"][k] = r
         cols["kind"][k] = CONTENT_TYPES.index(kind)
         cols["author"][k] = agents.get(e.get("sender"))
         rcp = e.get("recipient")
         cols["recipient"][k] = agents.get(rcp) if isinstance(rcp, str) else -1
-        tgt = _int(e.get("target_id"))
+        tgt = _item_id(e.get("target_id"))
         cols["target"][k] = -1 if tgt is None else tgt
         top = e.get("topic")
         cols["topic"][k] = topic_index.get(str(top), -1) if top is not None else -1
@@ -514,7 +533,7 @@ def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_c
                 continue
             agent = e.get("agent")
             agent = str(agent) if agent is not None else "(none)"
-            r = _int(e.get("round"))
+            r = _round(e.get("round"))
             sys_k, rest = -1, []
             for msg in e["messages"]:
                 if not isinstance(msg, dict):
@@ -655,7 +674,7 @@ def _read_network(file: Path) -> dict:
         if len(row) != len(header):
             continue
         cells = dict(zip(header, row))
-        r = _int(cells.get("round"))
+        r = _round(cells.get("round"))
         if r is None:
             continue
         out["round"].append(r)

@@ -32,7 +32,7 @@ from socialgym.envs.feed.spaces import feed_observation_space
 from socialgym.platform.actions import DM, RoundActions, RoundBatch, RoundTranscript
 from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary, topic_problem
-from socialgym.platform.validation import NotResetError, check_seed
+from socialgym.platform.validation import NotResetError, check_memory, check_seed
 from socialgym.recommenders import EMPTY, FeedRequest, apply_reranking, make_recommender
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
@@ -71,6 +71,9 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
         self.render_mode = render_mode
         self.config = FeedConfig.from_kwargs(**config)
         cfg = self.config
+        # what this machine has (not part of the config's validity: a config may be run elsewhere)
+        check_memory(cfg.n_agents, cfg.n_actions, cfg.max_rounds,
+                     cfg.feed_size + cfg.vote_feed_size + cfg.dm_inbox_size)
         check_seed(cfg.seed, "seed")
         for i, topic in enumerate(cfg.topics):
             problem = topic_problem(topic)

@@ -58,6 +58,9 @@ class Fact:
     rule: str
     references: tuple[Reference, ...]
     compute: Callable[[RunData], float]
+    domain: tuple[float, float] = (0.0, 1.0)
+    """The values the measure can take (shares and Ginis 0 - 1, correlations -1 - 1, tail
+    exponents 1 - inf): a target band outside it could never pass."""
 
     def passes(self, value: float) -> bool | None:
         """The rule on a mean over runs; None when the value could not be measured."""
@@ -218,7 +221,7 @@ FACTS: tuple[Fact, ...] = (
          "and COMs from round 2 on, x_min by the Kolmogorov-Smirnov distance (Clauset et al. 2009; powerlaw package).",
          (1.5, 3.2), "Pass when the exponent lies in 1.5 - 3.2: the published estimates 1.86 - 2.85 for reply and "
          "mention networks (whose degree counts each user's replies), widened by about 0.35 on each side.",
-         (_KONECT_SLASHDOT, _KONECT_TWITTER), _posts_tail),
+         (_KONECT_SLASHDOT, _KONECT_TWITTER), _posts_tail, (1.0, math.inf)),
     Fact("votes_gini", "Engagement concentration (Gini of votes per item)",
          "Gini coefficient of the votes (likes and dislikes) each public item (POST or COM) received, items "
          "without votes included.",
@@ -254,7 +257,7 @@ FACTS: tuple[Fact, ...] = (
          "1.86 - 2.85. Facebook's and Twitter's follow graphs are reported not to be power laws at all.",
          (_KONECT_SLASHDOT, _KONECT_TWITTER,
           Reference("'a non-power-law follower distribution'", "Twitter follow graph, 2009", "Kwak et al., WWW 2010",
-                    "abstract")), _degree_tail),
+                    "abstract")), _degree_tail, (1.0, math.inf)),
     Fact("giant_component", "Giant component of the tie graph",
          "Share of all agents in the largest connected component of the final tie graph.",
          (0.95, 1.0), "Pass when at least 0.95 of the agents are in one component: Facebook's 99.91 %, less a "
@@ -272,7 +275,7 @@ FACTS: tuple[Fact, ...] = (
                     "Tien, Eisenberg, Cherng & Porter, Applied Network Science 5:10 (2020)", "abstract"),
           Reference("retweet network 'highly segregated', mention network one heterogeneous cluster",
                     "Twitter, 2010 US midterms", "Conover et al., 'Political Polarization on Twitter', ICWSM 2011",
-                    "abstract")), _topic_assortativity),
+                    "abstract")), _topic_assortativity, (-1.0, 1.0)),
     Fact("thread_depth", "Comment threads end within one reply level",
          "Share of POSTs whose thread has no comment on a comment (posts nobody answered included): the thread "
          "ends within one level below the post.",
@@ -290,7 +293,7 @@ FACTS: tuple[Fact, ...] = (
          (Reference("longer conversations are consistently more toxic; toxicity does not deter participation",
                     "8 platforms, 34 years (Usenet to Voat, Gab, Facebook, Reddit, Twitter, YouTube)",
                     "Avalle et al., 'Persistent interaction patterns across social media platforms and over "
-                    "time', Nature 628:582 (2024)", "abstract; Fig. 2 and Extended Data Fig. 5"),), _negativity_trend),
+                    "time', Nature 628:582 (2024)", "abstract; Fig. 2 and Extended Data Fig. 5"),), _negativity_trend, (-1.0, 1.0)),
     Fact("active_share", "Share of users who post per round",
          "Mean over rounds 2 on of the share of agents with at least one POST, COM or DM in the round (the "
          "run's per-round action counts).",

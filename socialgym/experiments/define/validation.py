@@ -324,7 +324,19 @@ def _check_social_users(cfg: ExperimentConfig, params: dict, where: str) -> None
         raise ConfigError(f"{where}.interests_per_agent = {k} exceeds the {n_topics} topics of env.topics")
 
 
+TORCH_PARAMS = ("path", "deterministic", "seed")
+"""A ``torch`` / ``distilled`` group's params: ``TorchPolicy.load``'s keywords and the model file."""
+
+
 def _check_torch(params: dict, where: str) -> None:
+    unknown = sorted(set(params) - set(TORCH_PARAMS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown parameter {unknown[0]!r}; allowed: {', '.join(TORCH_PARAMS)}")
+    if not isinstance(params.get("deterministic", False), bool):
+        raise ConfigError(f"{where}.deterministic must be true or false, got {show(params['deterministic'])}")
+    if "seed" in params and (isinstance(params["seed"], bool) or not isinstance(params["seed"], int)
+                             or not 0 <= params["seed"] < 2**32):
+        raise ConfigError(f"{where}.seed must be an integer in 0..{2**32 - 1}, got {show(params['seed'])}")
     path = params.get("path")
     if not isinstance(path, str) or not path.strip():
         raise ConfigError(f"{where}.path must name a trained model file (model.pt), got {show(path)}")

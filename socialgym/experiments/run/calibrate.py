@@ -21,6 +21,7 @@ The targets file (YAML or JSON)::
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import shutil
 import time
@@ -43,6 +44,8 @@ EVAL_SEED = 1_000_000
 """Before / after scorecards use seeds EVAL_SEED, EVAL_SEED + 1, ...: never a trial's seed."""
 STUDY_NAME = "socialgym-calibration"
 SEARCH_LOG, RESULT_JSON, RESULT_MD = layout.SEARCH_LOG, layout.CALIBRATION_JSON, layout.CALIBRATION_MD
+MAX_TRIALS, MAX_SEEDS = 100_000, 1_000
+"""Upper bounds of --trials and of --seeds / --eval-seeds (runs per trial, held-out runs)."""
 MAX_BAND = 1e12
 """A band's ends are facts' values (shares, exponents, coefficients): anything larger is a typo,
 and a 400-digit integer would overflow the float it becomes."""
@@ -84,6 +87,10 @@ def read_targets(path: str | Path, tunable: Mapping[str, tuple]) -> Targets:
         if not ok or band[0] > band[1]:
             raise ConfigError(f"targets.facts.{key} must be \"reference\" or [low, high] with low <= high, both "
                               f"finite numbers within ±{MAX_BAND:g}, got {show(band, 80)}")
+        lo, hi = known[key].domain
+        if band[1] < lo or band[0] > hi:
+            raise ConfigError(f"targets.facts.{key}: [{band[0]:g}, {band[1]:g}] lies outside the values {key} can "
+                              f"take ({lo:g} - {hi:g}); no run could pass it")
         bands[key] = (float(band[0]), float(band[1]))
     params = raw.get("params", list(tunable))
     if not isinstance(params, list) or not params or not all(isinstance(p, str) for p in params):
@@ -246,6 +253,17 @@ def _best_value(study) -> float:
         return math.inf
 
 
+def _check_journal(path: Path) -> None:
+    """ValueError unless ``path`` (when it exists) is an Optuna journal: UTF-8 lines, each ended
+    and each a JSON object with an ``op_code``."""
+    if not path.is_file():
+        return
+    for number, line in enumerate(path.read_bytes().decode("utf-8").splitlines(keepends=True), 1):
+        entry = json.loads(line) if line.endswith("\n") else None
+        if not isinstance(entry, dict) or "op_code" not in entry:
+            raise ValueError(f"line {number} is not a journal entry")
+
+
 def _fail_stale(study) -> None:
     """Trials left RUNNING by an interrupted search are marked failed, so a resume goes on."""
     from optuna.trial import TrialState
@@ -268,17 +286,22 @@ def calibrate(config: str | Path, targets: str | Path, out: str | Path, *, trial
         import powerlaw  # noqa: F401
     except ImportError:
         raise ConfigError("calibrate needs Optuna and powerlaw: pip install 'socialgym[realism]'") from None
-    for label, value, low in (("trials", trials, 1), ("seeds", seeds, 1), ("eval_seeds", eval_seeds, 1)):
-        if not isinstance(value, int) or value < low:
+    for label, value, high in (("trials", trials, MAX_TRIALS), ("seeds", seeds, MAX_SEEDS),
+                               ("eval_seeds", eval_seeds, MAX_SEEDS), ("workers", 1 if workers is None else workers, 1024)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"calibrate: --{label.replace('_', '-')} must be a positive integer, got {value!r}")
+        if value > high:
+            raise ConfigError(f"calibrate: --{label.replace('_', '-')} {value} is more than {high:,}; each one is "
+                              "whole runs")
     if not (isinstance(minutes, (int, float)) and math.isfinite(minutes) and minutes >= 0):
         raise ConfigError(f"calibrate: --minutes must be a number >= 0, got {minutes!r}")
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
         raise ConfigError(f"calibrate: --name must be letters, digits, '-', '_' or '.', got {name!r}")
+    if f"{name}.json" in (layout.SEARCH_KEY, RESULT_JSON):
+        raise ConfigError(f"calibrate: --name {name} would write the population over {name}.json, a file of the "
+                          "search's own; choose another name")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise ConfigError(f"calibrate: --seed must be an integer in 0..{2**32 - 1}, got {seed!r}")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise ConfigError(f"calibrate: --workers must be a positive integer, got {workers!r}")
     cfg = load_config(config, list(overrides))
     tuned_groups(cfg)
     _config_params(cfg)                       # a population set of these parameters can be written
@@ -288,8 +311,14 @@ def calibrate(config: str | Path, targets: str | Path, out: str | Path, *, trial
         _check_same_search(out, config, targets, overrides, goal, seeds)
         own_file(out / SEARCH_LOG)            # Optuna appends to it in place
         own_dir(out / "trials")
-        study = _study(out, seed)
-        _fail_stale(study)
+        try:
+            _check_journal(out / SEARCH_LOG)       # before Optuna, which appends to a journal it then cannot read
+            study = _study(out, seed)
+            _fail_stale(study)
+        except (ValueError, AssertionError, KeyError, TypeError) as exc:   # a damaged journal
+            raise ConfigError(f"calibrate: {out / SEARCH_LOG} is damaged and cannot be resumed "
+                              f"({type(exc).__name__}); give a new --out, or delete that directory to start over") \
+                from None
         n_workers = max(1, min(int(workers or os.cpu_count() or 1), trials))
         args = (str(config), tuple(overrides), goal.bands, goal.params, str(out), seeds, trials,
                 time.time() + 60.0 * minutes, seed)

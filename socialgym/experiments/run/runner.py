@@ -424,7 +424,7 @@ class _RunExecution:
             lambdas = lambdas_matrix(personas)
         if lambdas is not None:
             env_kwargs["lambdas"] = lambdas
-        llm_agents, coached_agents = [], []
+        llm_agents, coached_agents, group_of = [], [], {}
         for g in groups:
             mine = agents[start:start + g.agents]
             start += g.agents
@@ -437,7 +437,9 @@ class _RunExecution:
             elif g.kind == "archetype":
                 owners[self._archetypes(client, g, personas, mine, len(owners))] = mine
             else:
-                owners[self._scripted(g, len(owners))] = mine
+                owner = self._scripted(g, len(owners))
+                owners[owner] = mine
+                group_of[id(owner)] = g
         if llm_agents:
             owners[self._llm_policy(client, groups, personas, agents, coached_agents)] = llm_agents
         if cfg.policy.groups and "agent_groups" not in env_kwargs:
@@ -455,7 +457,8 @@ class _RunExecution:
                 try:
                     owner.check_env(env)
                 except ValueError as exc:
-                    raise RunError(str(exc)) from None
+                    g = group_of.get(id(owner))
+                    raise RunError(f"policy group {g.name!r} ({g.kind}): {exc}" if g else str(exc)) from None
         policy = next(iter(owners)) if len(owners) == 1 else PolicyMix(owners)
         return env, policy, {"group": labels, "kind": kinds, "coached": coached}
 

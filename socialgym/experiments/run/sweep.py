@@ -50,6 +50,7 @@ import numpy as np
 from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.experiments.analysis.compare import compare, run_metrics
 from socialgym.experiments.analysis.statistics import mean_ci
+from socialgym.experiments.run.servers import check_llm_keys, check_model_files
 from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_yaml, fork_config, grid, load_config,
                                           thaw, to_dict, with_values)
 from socialgym.experiments.errors import RunError
@@ -144,6 +145,10 @@ def run_sweep(cfg: ExperimentConfig, out: str | Path, progress: bool | None = No
         raise RunError("run.fork_at forks every condition of a sweep from the first one after that round; this "
                        "config has one condition (give a sweep section)")
     todo = jobs(cfg)
+    for job in todo:                        # keys and model files, before any directory or job exists
+        if job.config.uses_llm():
+            check_llm_keys(job.config)
+        check_model_files(job.config)
     out.mkdir(parents=True, exist_ok=True)
     dump_yaml(cfg, out / layout.CONFIG)
     write_sweep(out, _manifest(cfg, todo))

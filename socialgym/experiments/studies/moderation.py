@@ -120,11 +120,12 @@ class ModerationExperiment:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
             raise ValueError(f"unknown strategies {unknown}; choose from {STRATEGIES}")
-        for name in ("discussions", "users", "pool", "max_turns", "context_length", "annotators",
-                     "max_tokens", "comment_chars", "max_concurrency", "parallel"):
-            check_int(name, getattr(self, name), 1, numpy=False)
-        for name in ("trolls", "community", "seed"):
-            check_int(name, getattr(self, name), 0, numpy=False)
+        for name, high in (("discussions", 100_000), ("users", 1_000), ("pool", 100_000), ("max_turns", 10_000),
+                           ("context_length", 10_000), ("annotators", 1_000), ("max_tokens", 1_000_000),
+                           ("comment_chars", 1_000_000), ("max_concurrency", 1_024), ("parallel", 1_024)):
+            check_int(name, getattr(self, name), 1, high, numpy=False)      # bounded: 10**30 would never end
+        for name, high in (("trolls", 1_000), ("community", 1_000), ("seed", 2**32 - 1)):
+            check_int(name, getattr(self, name), 0, high, numpy=False)
         if self.turn_taking not in ("paper", "round_robin", "random"):
             raise ValueError(f"turn_taking must be paper, round_robin or random, got {self.turn_taking!r}")
         if not is_number(self.temperature, numpy=False) or self.temperature < 0:
