@@ -177,3 +177,23 @@ def test_one_definition_of_each_shared_measure():
         where = [f"{_rel(p)}:{node.lineno}" for p, tree in TREES.items() for node in ast.walk(tree)
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name]
         assert len(where) == 1, f"{name} defined at {where}"
+
+
+def _string_tuples(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) >= 2 \
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            yield node.lineno, {e.value for e in node.elts}
+
+
+def test_policy_kinds_in_one_table():
+    """The policy kinds are named in one table (``socialgym.baselines.kinds``, issue 45): no other
+    module writes a list of two or more kind names (they ask the table: ``KIND[k].model_file``,
+    ``kinds_where(client=True)``)."""
+    from socialgym.baselines.kinds import POLICY_KINDS
+
+    table = "socialgym/baselines/kinds.py"
+    found = [f"{_rel(p)}:{line} {sorted(names)}" for p, tree in TREES.items() if _rel(p) != table
+             for line, names in _string_tuples(tree) if names <= set(POLICY_KINDS) and len(names) >= 2
+             and _rel(p) != "socialgym/demo.py"]       # the scripted demo's --policy choice (greedy, random)
+    assert not found, "policy kinds listed outside their table:\n" + "\n".join(found)

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from socialgym.baselines.kinds import kinds_where
 from socialgym.envs.feed.convert import act_to_numeric, votes_to_numeric
 from socialgym.envs.feed.encoding import PHASES, ActionLayout
 from socialgym.rundir import layout as files
@@ -30,7 +31,7 @@ LAYOUT_FIELDS = tuple(f.name for f in dataclasses.fields(ActionLayout))
 DECISION_FORMAT = 1
 DECISION_MODES = ("none", "llm", "all")
 """``logging.decisions``: no logs, the LLM-driven agents' (policy kinds ``LLM_KINDS``), every agent's."""
-LLM_KINDS = ("llm", "archetype")
+LLM_KINDS = kinds_where(llm_logged=True)
 
 
 class DecisionLog:

@@ -15,26 +15,22 @@ from typing import Any, Mapping
 
 import yaml
 
+from socialgym.baselines.kinds import KIND, POLICY_KINDS, TIERS, kinds_where  # noqa: F401 -- re-exported
 from socialgym.config import MAX_AGENTS, MAX_ROUNDS, FeedConfig
 from socialgym.platform.validation import MAX_SHOWN_CHARS  # noqa: F401 -- re-exported: messages cut values to it
 from socialgym.llm.sanitize import drop_secrets
 from socialgym.rundir.files import atomic_write
 from socialgym.recommenders.params import PARAM_LIMITS  # noqa: F401 -- the limits recommenders obey, re-exported
 
-POLICY_KINDS = ("random", "greedy", "llm", "torch", "topic_users", "social_users", "archetype", "distilled")
-SCRIPTED_KINDS = ("random", "greedy", "topic_users", "social_users")
-TIERS = ("llm", "archetype", "distilled", "trained", "scripted")
-"""A group's ``policy:`` in YAML: how its agents decide (docs/hybrid.md). ``trained`` is kind ``torch``;
-``scripted`` is ``social_users`` unless the group's ``kind`` names another of ``SCRIPTED_KINDS``."""
-LLM_CLIENT_KINDS = ("llm", "archetype")
+SCRIPTED_KINDS = kinds_where(tier="scripted")
+"""A ``scripted`` tier is ``social_users`` unless the group's ``kind`` names another of these."""
+LLM_CLIENT_KINDS = kinds_where(client=True)
 """Policy kinds whose agents need the run's LLM client."""
 
 
 def tier_of(kind: str) -> str:
     """The tier (``TIERS``) of a policy kind."""
-    if kind in ("llm", "archetype", "distilled"):
-        return kind
-    return "trained" if kind == "torch" else "scripted"
+    return KIND[kind].tier
 
 
 def kind_of_tier(tier: str, kind: str | None) -> str:
@@ -46,7 +42,7 @@ def kind_of_tier(tier: str, kind: str | None) -> str:
         if kind is not None and kind not in SCRIPTED_KINDS:
             raise ValueError(f"is scripted but kind is {kind!r} (scripted kinds: {', '.join(SCRIPTED_KINDS)})")
         return kind or "social_users"
-    wanted = "torch" if tier == "trained" else tier
+    (wanted,) = kinds_where(tier=tier)
     if kind is not None and kind != wanted:
         raise ValueError(f"is {tier} but kind is {kind!r} ({tier} means kind {wanted})")
     return wanted

@@ -13,6 +13,7 @@ from typing import Mapping
 
 
 from socialgym.agents.persona import PERSONA_SETS
+from socialgym.baselines.kinds import KIND, kinds_where
 from socialgym.config import FeedConfig
 from socialgym.platform.validation import is_int, show
 from socialgym.experiments.define.schema import (BACKENDS, ConfigError, ENV_GROUPS, ExperimentConfig,
@@ -206,13 +207,13 @@ def check_policy_params(cfg: ExperimentConfig) -> None:
     for i, g in enumerate(cfg.policy_groups()):
         where = f"policy.groups[{i}].params" if cfg.policy.groups else "policy.params"
         params = thaw(g.params)
-        if g.kind in ("random", "greedy"):
+        if g.kind in kinds_where(tier="scripted", numeric=False):
             _check_scripted(g.kind, params, where)
         elif g.kind == "topic_users":
             _check_topic_users(cfg, i, params, where)
         elif g.kind == "social_users":
             _check_social_users(cfg, params, where)
-        elif g.kind in ("torch", "distilled"):
+        elif KIND[g.kind].model_file:
             _check_torch(params, where)
         elif g.kind == "archetype":
             _check_archetype(params, where)

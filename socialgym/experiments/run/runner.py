@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from socialgym.baselines.kinds import KIND
 from socialgym.config import REWARD_NAMES, FeedConfig
 from socialgym.experiments.define import ExperimentConfig, LLMConfig, dump_yaml, load_config, thaw, to_dict
 from socialgym.experiments.run.checkpoint import (CheckpointError, check_checkpoint, config_digest, keep_snapshot,
@@ -59,7 +60,6 @@ CHECKPOINT_VERSION = 3      # 2: LLM agents with full memory (issue 14); 3: sign
 
 
 # ---------------------------------------------------------------------------------- public API
-NUMERIC_KINDS = ("torch", "distilled", "topic_users", "social_users")
 """Policy kinds that read the numeric observation (the runner then builds the env with obs_format both)."""
 
 
@@ -449,7 +449,7 @@ class _RunExecution:
             env_kwargs["tie_scorer"] = LLMTieScorer(client, personas=dict(zip(agents, personas))
                                                     if personas is not None else None,
                                                     transcript_tokens=cfg.llm.tie_transcript_tokens)
-        if any(g.kind in NUMERIC_KINDS for g in groups) or cfg.logging.decisions != "none":
+        if any(KIND[g.kind].numeric for g in groups) or cfg.logging.decisions != "none":
             env_kwargs["obs_format"] = "both"        # they read ties (numeric); decision logs keep numeric obs
         env = socialgym.parallel_env(**env_kwargs, seed=self.seed)
         for owner in owners:
@@ -505,7 +505,7 @@ class _RunExecution:
         from socialgym.baselines import GreedyPolicy, RandomPolicy
 
         params = {"seed": self.seed * 1000 + index, **dict(group.params)}
-        if group.kind in ("torch", "distilled"):    # a trained or distilled network (baselines.torch_policy)
+        if KIND[group.kind].model_file:         # a trained or distilled network (baselines.torch_policy)
             path = params.pop("path", None)
             if not path:
                 raise RunError(f"policy group {group.name!r} ({group.kind}): params.path must name a model.pt")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from socialgym.baselines.kinds import KIND
 from socialgym.experiments.define import ExperimentConfig, LLMConfig
 from socialgym.experiments.errors import RunError
 
@@ -90,7 +91,7 @@ def check_model_files(cfg: ExperimentConfig) -> None:
     """Each ``torch`` / ``distilled`` group's model file read and checked (``read_model_file``:
     tensors only, complete, finite weights) before a run starts: a RunError naming the group."""
     for group in cfg.policy_groups():
-        if group.kind not in ("torch", "distilled") or not group.params.get("path"):
+        if not KIND[group.kind].model_file or not group.params.get("path"):
             continue                           # no path: the runner names it when it builds the group
         try:
             from socialgym.baselines.torch_policy import read_model_file
