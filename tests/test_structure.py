@@ -197,3 +197,14 @@ def test_policy_kinds_in_one_table():
              for line, names in _string_tuples(tree) if names <= set(POLICY_KINDS) and len(names) >= 2
              and _rel(p) != "socialgym/demo.py"]       # the scripted demo's --policy choice (greedy, random)
     assert not found, "policy kinds listed outside their table:\n" + "\n".join(found)
+
+
+def test_recommender_names_in_one_table():
+    """Recommender and re-ranker names are written once, in ``socialgym.config`` (issue 45): the
+    registry pairs them with constructors; no module lists three or more of them again."""
+    from socialgym.config import RECOMMENDER_NAMES, RERANK_KINDS
+
+    found = [f"{_rel(p)}:{line} {sorted(names)}" for p, tree in TREES.items() if _rel(p) != "socialgym/config.py"
+             for line, names in _string_tuples(tree)
+             for table in (RECOMMENDER_NAMES, RERANK_KINDS) if names <= set(table) and len(names) >= 3]
+    assert not found, "recommender names listed outside socialgym.config:\n" + "\n".join(found)

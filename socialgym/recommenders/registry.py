@@ -8,21 +8,22 @@
 would raise about names and parameters, without building anything (no model, no torch import):
 each class's ``check_params`` holds its rules, and its constructor applies the same ones.
 
-The names are also listed in ``socialgym.config`` (``RECOMMENDER_NAMES``, ``RERANK_KINDS``),
-which checks a config's names without importing this layer; ``tests/test_layers.py`` keeps the
-two in agreement.
+The names are written once, in ``socialgym.config`` (``RECOMMENDER_NAMES``, ``RERANK_KINDS``),
+which checks a config's names without importing this layer; the registry pairs them with their
+constructors in that order.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from socialgym.config import RECOMMENDER_NAMES, RERANK_KINDS
 from socialgym.platform.validation import show
 from socialgym.recommenders.base import Recommender, as_recommender
 from socialgym.recommenders.engagement import Popularity, Social, TopicAffinity
 from socialgym.recommenders.hybrid import SCORED_NAMES, Hybrid, check_component, check_weight, component_pairs
 from socialgym.recommenders.interventions import (
-    EfficiencyBoost, RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer, UnderServedBoost,
+    EfficiencyBoost, QuotaTransfer, RandomReplacement, Reranker, StancePenalty, TailQuotaTransfer, UnderServedBoost,
 )
 from socialgym.recommenders.params import ParamError, check_keywords
 from socialgym.recommenders.scored import ScoredRecommender
@@ -55,28 +56,19 @@ def _known_component(spec: Any) -> None:
                                        f"available: {sorted(REGISTRY)}")
 
 
-REGISTRY: dict[str, Any] = {
-    "chronological": Chronological,
-    "random": RandomFeed,
-    "popularity": Popularity,
-    "topic_affinity": TopicAffinity,
-    "social": Social,
-    "mf": _mf,
-    "hybrid": _hybrid,
-    "bridging": BridgingRanker,
-    "engagement_greedy": EngagementGreedy,
-    "learned": _learned,
-}
+# the names are written once, in socialgym.config (the config checks them without importing this
+# layer); the constructors follow in the same order, and each class's own ``name`` must agree
+REGISTRY: dict[str, Any] = dict(zip(RECOMMENDER_NAMES, (
+    Chronological, RandomFeed, Popularity, TopicAffinity, Social, _mf, _hybrid, BridgingRanker, EngagementGreedy,
+    _learned), strict=True))
+RERANKERS: dict[str, type[Reranker]] = dict(zip(RERANK_KINDS, (
+    RandomReplacement, TailQuotaTransfer, EfficiencyBoost, UnderServedBoost, StancePenalty), strict=True))
+_MISNAMED = [(k, v.name) for k, v in REGISTRY.items()
+             if isinstance(getattr(v, "name", None), str) and v.name != k]
+if _MISNAMED:
+    raise ImportError(f"recommender registry out of order with socialgym.config's names: {_MISNAMED}")
 
-RERANKERS: dict[str, type[Reranker]] = {
-    "random_replacement": RandomReplacement,
-    "tail_quota_transfer": TailQuotaTransfer,
-    "efficiency_boost": EfficiencyBoost,
-    "underserved_boost": UnderServedBoost,
-    "stance_penalty": StancePenalty,
-}
-
-QUOTA_KINDS = ("tail_quota_transfer", "efficiency_boost", "underserved_boost")
+QUOTA_KINDS = tuple(kind for kind, cls in RERANKERS.items() if issubclass(cls, QuotaTransfer))
 """The re-rankers of agentsociety2 §7.4 (quota transfer from head to target topics)."""
 
 

@@ -41,10 +41,11 @@ from socialgym.metrics import (
     cross_cutting_share, deep_cocoon_share, default_cocoon_threshold, topic_counts, topic_entropy,
 )
 from socialgym.platform.actions import COM, POST
+from socialgym.recommenders.registry import QUOTA_KINDS
 from socialgym.rundir import layout
 from socialgym.rundir.files import finite_json
 
-STRATEGIES = ("tail_quota_transfer", "efficiency_boost", "underserved_boost")
+STRATEGIES = QUOTA_KINDS
 GROUPS = (("narrow", 1, 0.9), ("medium", 2, 0.8), ("broad", 4, 0.7))
 """Interest-breadth groups: (label, favourite topics, weight of the favourites)."""
 TARGET_GROUP = "narrow"

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from socialgym.config import RECOMMENDER_NAMES
 from socialgym.baselines.platform_ppo import Args, train
 from socialgym.recommenders.learned import PlatformPolicy
 from socialgym.envs.platform.env import PlatformEnv
@@ -33,8 +34,8 @@ from socialgym.experiments.studies import evidence as ev
 
 OBJECTIVES = ("engagement", "welfare", "bridging")
 ALL_OBJECTIVES = ("engagement", "welfare", "diversity", "bridging", "negativity")
-HAND_RANKERS = ("chronological", "random", "popularity", "topic_affinity", "social", "mf", "bridging",
-                "engagement_greedy")
+HAND_RANKERS = tuple(n for n in RECOMMENDER_NAMES if n not in ("hybrid", "learned"))
+"""Every registered ranker but the blend of others and the trained one."""
 METRICS = ("engagement", "welfare", "diversity", "bridging", "negativity_share", "topic_entropy",
            "deep_cocoon_share", "cross_cutting_exposure", "polarisation")
 TRAIN_SEEDS = 5
