@@ -60,6 +60,11 @@ DEMO_NO_LLM = {
 def main(argv: list[str] | None = None) -> int:
     from socialgym.experiments.studies import moderation
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from socialgym.experiments.studies.registry import STUDY
+
+    if len(argv) >= 2 and argv[0] == "study" and argv[1] in STUDY and STUDY[argv[1]].own_loop:
+        return _own_loop_study(argv[1], argv[2:])        # its own arguments: `socialgym study NAME --help`
     parser = build_parser()
     args = parser.parse_args(argv)
 
@@ -86,6 +91,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted; a run continues with `socialgym resume DIR` from its last completed round",
                      EXIT_INTERRUPTED)
+
+
+def _own_loop_study(name: str, argv: list[str]) -> int:
+    """``socialgym study NAME ...`` for a study with its own ``main(argv)``: its bad arguments are
+    one line, exit status 2, as for every command."""
+    from socialgym.experiments import ConfigError, RunError
+    from socialgym.experiments.studies.registry import STUDY
+
+    program, sys.argv[0] = sys.argv[0], f"socialgym study {name}"      # its usage line names the command
+    try:
+        result = STUDY[name].main(argv)
+    except (ValueError, TypeError, ConfigError, RunError) as exc:
+        return _fail(f"study {name}: {exc}", EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    finally:
+        sys.argv[0] = program
+    return result if isinstance(result, int) else 0
 
 
 def int_in(low: int, high: int | None = None):
@@ -192,14 +215,17 @@ def _add_page_commands(sub) -> None:
 
 
 def _add_study_command(sub) -> None:
-    p_study = sub.add_parser("study", help="a paper's study as one command (resumable: re-run with the same --out)")
-    p_study.add_argument("name", choices=("ties-coach", "soc-strategy", "misinformation", "platform-objectives"),
-                         help="ties-coach: the core paper's coach x tie-scoring study; soc-strategy: recagent's "
-                              "Soc-Strategy at round 20 as a fork against its control; misinformation: a false "
-                              "claim at round 5 and its correction at round 8, with a stance survey; "
-                              "platform-objectives: PPO rankers trained for engagement, welfare and bridging "
-                              "against the hand-written ones (docs/platform.md)")
-    p_study.add_argument("--out", required=True)
+    from socialgym.experiments.studies.registry import RUNNER_STUDIES, STUDIES
+
+    own = ", ".join(s.name for s in STUDIES if s.own_loop)
+    p_study = sub.add_parser("study", help="a paper's study as one command (`socialgym study --list` lists them)",
+                             description="Runner-driven studies take the options below (resumable: re-run with "
+                                         f"the same --out). The own-loop studies ({own}) take their own: "
+                                         "`socialgym study NAME --help`.")
+    p_study.add_argument("name", nargs="?", choices=RUNNER_STUDIES, metavar="NAME",
+                         help=f"{', '.join(RUNNER_STUDIES)} (every study with one line: --list)")
+    p_study.add_argument("--list", action="store_true", help="every study, one line each")
+    p_study.add_argument("--out", default=None, help="the study directory (required to run one)")
     p_study.add_argument("--scale", choices=("small", "paper", "scripted", "llm"), default=None,
                          help="ties-coach: small (default; the embedded model on 2 cores in about 30 minutes) or "
                               "paper (30 agents x 15 rounds); soc-strategy and misinformation: scripted (default; "
@@ -470,6 +496,13 @@ def _print_text_quality(out: Path) -> None:
 
 
 def _study(args) -> int:
+    from socialgym.experiments.studies.registry import study_listing
+
+    if args.list or args.name is None:
+        print(study_listing())
+        return 0
+    if args.out is None:
+        return _fail(f"study {args.name}: --out DIR is required", EXIT_USAGE)
     if args.name == "platform-objectives":
         from socialgym.experiments.studies.platform_objectives import run_study as platform_study
 

@@ -26,6 +26,7 @@ from socialgym.baselines.ppo import Args as UserArgs
 from socialgym.baselines.ppo import gae, ppo_update, rollout
 from socialgym.baselines.torch_policy import Actor, ActorCritic, Heads, RunningNorm, feature_size
 from socialgym.envs.platform.agent import PlatformAgentEnv
+from socialgym.platform.validation import check_int
 from socialgym.recommenders.learned import PlatformPolicy, as_tensors, slate_scores
 from socialgym.rewards.platform import platform_weights
 
@@ -41,6 +42,11 @@ class Args:
     platform_objective: str = "engagement"
     seed: int = 0
     out: str = "runs/coadaptation"
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("iterations", 1, 1_000_000), ("episodes", 1, 10_000), ("seed", 0, 2**32 - 1)):
+            check_int(name, getattr(self, name), low, high, numpy=False)
+        platform_weights(self.platform_objective)          # a known objective, else a ValueError naming it
 
 
 class PlatformDriver:
