@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from capabilities import need_module
 
 from socialgym.cli import main
 from socialgym.experiments.analysis.realism import scorecard
@@ -179,7 +180,7 @@ def test_distill_refuses_a_run_given_twice_or_its_copy(logged_runs, tmp_path, ca
 
 
 def test_a_nan_model_is_refused_by_name(logged_runs, tmp_path, capsys):
-    torch = pytest.importorskip("torch")
+    torch = need_module("torch")
     from socialgym.baselines.torch_policy import TorchPolicy
 
     good = tmp_path / "m.pt"
@@ -317,7 +318,7 @@ def test_a_distilled_group_with_an_unknown_parameter_is_a_config_error(tmp_path)
 
 
 def test_a_model_of_another_layout_is_named_with_its_group(logged_runs, tmp_path, capsys):
-    pytest.importorskip("torch")
+    need_module("torch")
     model = tmp_path / "m.pt"
     assert main(["distill", str(logged_runs / "r0"), str(logged_runs / "r1"), "--out", str(model),
                  "--epochs", "1"]) == 0

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from capabilities import need_module
 import yaml
 
 from socialgym.cli import main
@@ -118,7 +119,7 @@ def test_calibrate(tmp_path, capsys, name, kind):
                                         (f"report/{layout.REPLAYS}", "folder"),
                                         (f"report/{layout.REPLAYS}/00-r1", "folder")])
 def test_distill(runs, tmp_path, capsys, name, kind):
-    pytest.importorskip("torch")
+    need_module("torch")
     _plant(tmp_path / name, tmp_path / "outside", kind)
     status = main(["distill", str(runs / "r0"), str(runs / "r1"), "--out", str(tmp_path / "model.pt"),
                    "--report", str(tmp_path / "report"), "--epochs", "1"])
