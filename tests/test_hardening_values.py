@@ -283,9 +283,15 @@ def test_a_file_named_for_no_round_is_not_a_rounds_file(logged_runs, tmp_path, c
     shutil.copy(layout.decision_path(run, 3), run / layout.DECISIONS / name)
     # only the rounds 1..MAX_ROUNDS = 100,000 written as ASCII digits count
     assert layout.tie_files(run) == good and sorted(layout.decision_files(run)) == [1, 2, 3]
+    assert [p.name for p in layout.stray_round_files(run)] == [name, name]     # ties/ and decisions/, said
     for command in (["validate", str(run)], ["report", str(run)], ["view", str(run)]):
         assert main(command) == 0, command
-        assert "Traceback" not in capsys.readouterr().err
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err
+        if command[0] == "validate":
+            assert f"ties/{name} names no round (left out)" in captured.out
+    assert main(["distill", str(logged_runs / "r0"), str(run), "--out", str(tmp_path / "m.pt")]) == 2
+    assert f"decisions/{name}: a decision file whose name is no round's" in capsys.readouterr().err
 
 
 def test_the_viewer_names_comments_whose_target_it_cannot_read(logged_runs, tmp_path):

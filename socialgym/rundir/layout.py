@@ -139,6 +139,17 @@ def _numbered(folder: Path, suffix: str) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
+def stray_round_files(run: Path) -> list[Path]:
+    """Files in ``ties/``, ``decisions/`` and ``snapshots/`` named like a round's (``round_*``)
+    that name no round a run can have (``round_²³.npz``, ``round_<2**70>.npz``): the readers leave
+    them out, and say so."""
+    out = []
+    for folder, suffix in ((TIES, ".npz"), (DECISIONS, ".npz"), (SNAPSHOTS, ".pkl")):
+        counted = set(_numbered(Path(run) / folder, suffix).values())
+        out += sorted(p for p in (Path(run) / folder).glob(f"round_*{suffix}") if p not in counted)
+    return out
+
+
 def tie_files(run: Path) -> dict[int, Path]:
     """round -> tie matrix file, in round order (files not named ``round_NNNN.npz`` left out)."""
     return _numbered(Path(run) / TIES, ".npz")

@@ -157,6 +157,10 @@ def load_run(run_dir: str | Path) -> dict:
     events = _read_events(path, agents, notices, logging_cfg)
     transcripts = _read_transcripts(path, agents, notices, logging_cfg)
     ties_files = {r: file for r, file in layout.tie_files(path).items() if r >= 1}
+    stray = [p.relative_to(path).as_posix() for p in layout.stray_round_files(path) if p.parent.name == layout.TIES]
+    if stray:
+        notices.append(f"Tie files whose name is no round's were left out: {', '.join(stray[:5])}"
+                       f"{' ...' if len(stray) > 5 else ''}.")
     done = _round(summary.get("rounds_completed"))
     rounds_in_csv = [r for r in (_round(x) for x in (rounds_cols or {}).get("round", [])) if r is not None]
     T = max([0, *rounds_in_csv, *events["rounds"], *ties_files, *([done] if done else [])])

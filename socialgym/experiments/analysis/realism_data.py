@@ -80,7 +80,7 @@ def load_run_data(run_dir: str | Path) -> RunData:
     rounds_path, events_path = path / layout.ROUNDS, path / layout.EVENTS
     if not rounds_path.is_file() and not events_path.is_file():
         raise FileNotFoundError(f"{path} is not a run directory: it has neither {layout.ROUNDS} nor {layout.EVENTS}")
-    missing: list[str] = []
+    missing: list[str] = [f"{p.relative_to(path)} names no round (left out)" for p in layout.stray_round_files(path)]
     agents, active, active_rounds = _read_rounds(rounds_path, missing, _summary_agents(path))
     index = {a: i for i, a in enumerate(agents)}
     columns = _read_events(events_path, index, agents, missing)

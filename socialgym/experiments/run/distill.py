@@ -57,6 +57,10 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
         if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
             raise RunError(f"distill: {name} must be an integer >= {low}{f' and <= {high}' if high else ''}, "
                            f"got {value!r}")
+    stray = [p for run in runs for p in layout.stray_round_files(run) if p.parent.name == layout.DECISIONS]
+    if stray:
+        raise RunError(f"{stray[0]}: a decision file whose name is no round's (round_NNNN.npz); rename or remove it "
+                       "so that what the network learns from is what the run logged")
     train_runs, held = runs[: len(runs) - holdout], runs[len(runs) - holdout:]
     try:
         read_decisions(runs)                 # one per-agent layout across training and held-out runs
