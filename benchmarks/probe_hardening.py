@@ -1289,7 +1289,8 @@ def _interview_case(fault: str):
             if fault == "a body that is no JSON" and record.get("status") == "fallback" and not res.stderr.strip():
                 return FALLBACK, "exit 0 with status 'fallback' and an empty answer"
             raise Bad(f"exit 0: {one_line(res.stdout, 160)}")
-        return _one_line_any(res, [], status=(2,), max_seconds=20)
+        # a server that is down is exit status 6 (issue 43: the server is gone); the others 2
+        return _one_line_any(res, [], status=(6,) if fault == "down" else (2,), max_seconds=20)
     return run
 
 

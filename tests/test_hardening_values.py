@@ -369,3 +369,37 @@ def test_a_study_refuses_a_plain_http_key_before_its_directory_exists(tmp_path, 
     err = capsys.readouterr().err
     assert "refusing to send the API key over plain http to http://10.9.9.9/v1" in err and err.count("\n") == 1
     assert "sk-study-secret" not in err and not out.exists()
+
+
+def test_show_keeps_an_array_on_one_line():
+    from socialgym.platform.validation import show
+
+    assert show(np.array([["a", "b"], ["a", "b"]])) == "array([['a', 'b'], ['a', 'b']], dtype='<U1')"
+    # numpy pads to the widest value ("  0," for 3 digits); only the line breaks and their indent go
+    assert show(np.arange(200).reshape(20, 10), 30) == "array([[  0,   1,   2,   3,  …"
+    assert "\n" not in show(np.arange(2000).reshape(200, 10))
+
+
+def test_an_objective_weight_past_float_range_is_named():
+    from socialgym.rewards.platform import platform_weights
+
+    with pytest.raises(ValueError, match="platform objective weight 'engagement' must be a finite number"):
+        platform_weights({"engagement": 10**400})
+
+
+@pytest.mark.parametrize("stances", [{"a", "b"}, frozenset({"a"}), np.array([["a", "b"], ["a", "b"]])])
+def test_every_way_in_refuses_stances_without_an_agent_order(stances):
+    import socialgym
+    from socialgym.recommenders import make_recommender
+
+    with pytest.raises(ValueError, match=r"one label per agent, in agent order"):
+        make_recommender("bridging", stances=stances)
+    with pytest.raises(ValueError, match=r"one label per agent, in agent order"):
+        socialgym.parallel_env(n_agents=4, rerank=[{"kind": "stance_penalty", "stances": stances}])
+
+
+def test_a_stance_penalty_with_a_label_short_is_refused_at_construction():
+    import socialgym
+
+    with pytest.raises(ValueError, match="stances has 3 labels for n_agents = 4 agents"):
+        socialgym.parallel_env(n_agents=4, rerank=[{"kind": "stance_penalty", "stances": ["a", "b", "a"]}])

@@ -11,6 +11,7 @@ wording use the predicates :func:`is_int` and :func:`is_number`; the others rais
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -29,11 +30,13 @@ class NotResetError(RuntimeError):
 
 
 def show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters with "…" (error messages stay one short line)."""
+    """``repr(value)`` on one line (a numpy array's repr spans several), cut to ``limit`` characters
+    with "…" (error messages stay one short line)."""
     try:
         text = repr(value)
     except Exception:                            # noqa: BLE001 -- a broken or huge __repr__
         text = f"<{type(value).__name__}>"
+    text = re.sub(r"\s*\n\s*", " ", text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

@@ -37,7 +37,7 @@ from each closed round's :class:`~socialgym.platform.actions.RoundBatch`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ import numpy as np
 from socialgym.platform.actions import COM, POST
 from socialgym.platform.content import ContentStore
 from socialgym.platform.validation import show
+from socialgym.recommenders.params import stances_problem
 from socialgym.recommenders.base import EMPTY, FeedRequest
 
 RANKING_FEATURES: tuple[str, ...] = (
@@ -62,11 +63,9 @@ def stance_codes(stances: Any, n_agents: int | None = None) -> np.ndarray:
         if n_agents is None:
             raise ValueError("stance_codes: without stances the number of agents is needed")
         return np.full(n_agents, -1, np.int64)
-    if isinstance(stances, (str, bytes, Mapping, set, frozenset)) or not isinstance(stances, Iterable) \
-            or (isinstance(stances, np.ndarray) and stances.ndim != 1):
-        # a string would be read character by character, a set in no fixed order
-        raise TypeError(f"stances: one label per agent, in agent order (a list, tuple or 1-D array), got "
-                        f"{type(stances).__name__} {show(stances, 60)}")
+    problem = stances_problem(stances)
+    if problem:
+        raise TypeError(f"stances: {problem}")
     labels = list(stances)
     unhashable = next((x for x in labels if not isinstance(x, Hashable)), None)
     if unhashable is not None:

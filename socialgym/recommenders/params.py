@@ -163,10 +163,22 @@ def check_phases(name: str, value: Any) -> None:
         raise ParamError(name, f"{name} must be among {PHASES}, got {show(bad)}")
 
 
+def stances_problem(value: Any) -> str | None:
+    """Why ``value`` is not one stance label per agent in agent order (a string would be read
+    character by character, a set or mapping has no agent order), or None. Every way stances come
+    in (the seat, the platform agent, the bridging ranker, the stance penalty) asks this."""
+    if isinstance(value, (str, bytes, Mapping, set, frozenset)) or not isinstance(value, Iterable) \
+            or (isinstance(value, np.ndarray) and value.ndim != 1):
+        return (f"one label per agent, in agent order (a list, tuple or 1-D array), got {type(value).__name__} "
+                f"{show(value, 60)}")
+    return None
+
+
 def check_stances(name: str, value: Any) -> None:
     """``StancePenalty``'s ``stances``: one hashable label per agent (None / NaN = unknown)."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ParamError(name, f"{name} must be a list of one stance label per agent, got {show(value)}")
+    problem = stances_problem(value)
+    if problem:
+        raise ParamError(name, f"{name} must be {problem}")
     if isinstance(value, Iterator):
         return
     for i, label in enumerate(value):

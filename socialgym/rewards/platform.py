@@ -31,6 +31,7 @@ import numpy as np
 
 from socialgym.metrics.exposure import default_cocoon_threshold, topic_counts, topic_entropy
 from socialgym.platform.actions import COM
+from socialgym.platform.validation import is_number, show
 
 PLATFORM_OBJECTIVES: tuple[str, ...] = ("engagement", "welfare", "diversity", "bridging", "negativity")
 """The platform's reward components, in this order in every (n, 5) array."""
@@ -49,9 +50,8 @@ def platform_weights(objective: str | Mapping[str, float]) -> np.ndarray:
         raise ValueError(f"platform objective: unknown component(s) {unknown}; known: {PLATFORM_OBJECTIVES}")
     for name, weight in objective.items():
         # a bool or a string that float() would take ("1", True) is a mistake, not a weight
-        if isinstance(weight, (bool, np.bool_)) or not isinstance(weight, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(weight):
-            raise ValueError(f"platform objective weight {name!r} must be a finite number, got {weight!r}")
+        if not is_number(weight) or abs(weight) > 1e300:  # bools, strings, NaN, infinities, ints past float range
+            raise ValueError(f"platform objective weight {name!r} must be a finite number, got {show(weight, 40)}")
     w = np.array([float(objective.get(k, 0.0)) for k in PLATFORM_OBJECTIVES])
     if not w.any():
         raise ValueError(f"platform objective: at least one weight must be non-zero, got {dict(objective)!r} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +34,7 @@ from socialgym.platform.content import ContentStore
 from socialgym.platform.topics import TopicVocabulary, topic_problem
 from socialgym.platform.validation import NotResetError, check_memory, check_seed
 from socialgym.recommenders import EMPTY, FeedRequest, apply_reranking, make_recommender
+from socialgym.recommenders.registry import check_reranking
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
 from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_interest_ties, main_interests
@@ -89,6 +90,8 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
         self.lambdas = cfg.lambda_matrix()
         self.reward_params = RewardParams.from_config(cfg)
         self._sentiment_scorer = make_scorer(cfg.sentiment)
+        if cfg.rerank:                          # per-agent lists (stances, users) against n_agents, before use
+            check_reranking([dict(s) if isinstance(s, Mapping) else s for s in cfg.rerank], n_agents=cfg.n_agents)
         self.recommender = apply_reranking(make_recommender(cfg.recommender, **cfg.recommender_kwargs),
                                            cfg.rerank)
         self.tie_scorer = make_tie_scorer(cfg.tie_scorer, cfg.evidence_weights)
