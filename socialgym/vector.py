@@ -52,7 +52,8 @@ class FeedVecEnv:
         if task_id not in TASKS:
             task_id = objective_task_id(task_id) if isinstance(task_id, str) and "/" not in task_id else task_id
         if task_id not in TASKS:
-            raise ValueError(f"unknown task {task_id!r}; registered: {', '.join(TASKS)}")
+            raise ValueError(f"unknown task {str(task_id)[:80]!r}: socialgym.tasks.TASKS lists the registered ones "
+                             "(an id such as 'socialgym/feed-SOC-v0', or an objective such as 'mixed')")
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         self.task = TASKS[task_id]
@@ -101,6 +102,9 @@ class FeedVecEnv:
         ``agent_<row>``)."""
         matrix = actions
         if hasattr(matrix, "shape") and len(matrix.shape) == 3:
+            if tuple(matrix.shape[:2]) != (self.num_envs, self.n_agents):
+                raise ValueError(f"step_arrays: a 3-D action matrix must have shape (num_envs, n_agents, L) = "
+                                 f"({self.num_envs}, {self.n_agents}, L), got {tuple(matrix.shape)}")
             matrix = matrix.reshape(-1, matrix.shape[-1])
         obs, rewards, terminated, truncated, info = self.env.step_arrays(matrix)
         flags_t = np.full(self.num_envs, bool(terminated))

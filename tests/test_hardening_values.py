@@ -403,3 +403,43 @@ def test_a_stance_penalty_with_a_label_short_is_refused_at_construction():
 
     with pytest.raises(ValueError, match="stances has 3 labels for n_agents = 4 agents"):
         socialgym.parallel_env(n_agents=4, rerank=[{"kind": "stance_penalty", "stances": ["a", "b", "a"]}])
+
+
+@pytest.mark.parametrize("wrapped", ["none", "dict", "aec", "flat", "platform", "discussion", "vector"])
+def test_flat_observation_names_what_it_cannot_wrap(wrapped):
+    import socialgym
+    from socialgym import FlatObservation
+    from socialgym.envs import discussion_v0, feed_v0
+    from socialgym.envs.platform.env import PlatformEnv
+    from socialgym.vector import make_vec
+
+    make = {"none": lambda: None, "dict": lambda: {},
+            "aec": lambda: feed_v0.env(n_agents=4, obs_format="numeric"),
+            "flat": lambda: FlatObservation(socialgym.parallel_env(n_agents=4, obs_format="numeric")),
+            "platform": lambda: PlatformEnv(n_agents=4), "discussion": lambda: discussion_v0.env(),
+            "vector": lambda: make_vec("mixed", 2)}
+    with pytest.raises(TypeError, match="FlatObservation wraps a parallel feed environment"):
+        FlatObservation(make[wrapped]())
+
+
+def test_flat_observation_split_checks_the_length():
+    import socialgym
+    from socialgym import FlatObservation
+
+    env = FlatObservation(socialgym.parallel_env(n_agents=4, obs_format="numeric"))
+    length = env.feature_size + env.mask_size
+    features, mask = env.split(np.zeros((3, length)))
+    assert features.shape == (3, env.feature_size) and mask.shape == (3, env.mask_size)
+    for shape in ((3,), (2, length - 1), ()):
+        with pytest.raises(ValueError, match=f"a flat observation has {length} entries"):
+            env.split(np.zeros(shape))
+
+
+def test_a_transposed_action_matrix_is_refused():
+    from socialgym.vector import make_vec
+
+    vec = make_vec("mixed", 2)
+    vec.reset(seed=0)
+    n, length = vec.n_agents, vec.single_action_space.shape[0]
+    with pytest.raises(ValueError, match=rf"step_arrays: .* \(2, {n}, L\), got \({n}, 2, {length}\)"):
+        vec.step_arrays(np.zeros((n, 2, length), np.int64))

@@ -55,6 +55,15 @@ class FlatObservation(BaseParallelWrapper):
     """
 
     def __init__(self, env) -> None:
+        from pettingzoo import ParallelEnv
+
+        from socialgym.envs.feed.env import FeedEnv
+
+        base = getattr(env, "unwrapped", None)
+        if isinstance(env, FlatObservation) or not isinstance(env, ParallelEnv) or not isinstance(base, FeedEnv):
+            raise TypeError("FlatObservation wraps a parallel feed environment (socialgym.parallel_env or "
+                            "socialgym.make of a feed task, not yet flat), got "
+                            f"{type(env).__name__}{f' over {type(base).__name__}' if base is not env else ''}")
         super().__init__(env)
         config = env.unwrapped.config
         if config.obs_format not in ("numeric", "both"):
@@ -84,6 +93,10 @@ class FlatObservation(BaseParallelWrapper):
     def split(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(features, mask)`` of one flat observation or of a batch (last axis)."""
         vector = np.asarray(vector)
+        length = self.feature_size + self.mask_size
+        if vector.ndim == 0 or vector.shape[-1] != length:
+            raise ValueError(f"FlatObservation.split: a flat observation has {length} entries "
+                             f"({self.feature_size} features + {self.mask_size} mask), got shape {vector.shape}")
         return vector[..., :self.feature_size], vector[..., self.feature_size:]
 
     def flatten(self, observation: dict) -> np.ndarray:
