@@ -80,6 +80,18 @@ CATEGORIES = {
     "values": "8. One validator per value",
     "bounds": "9. Bounded LLM calls and their fallbacks",
     "failures": "10. One line for every failure; text and config correctness",
+    # 11-21: issue 44's surfaces, in benchmarks/probe_surfaces.py (registered below, after issue 28's)
+    "platform": "11. The platform's seat and agent: actions outside the Box, seeds, sizes",
+    "batched": "12. Batched platforms (socialgym.vector): sizes, seeds, action matrices",
+    "flatobs": "13. FlatObservation: what it wraps, split and flatten, its Box",
+    "validate": "14. socialgym validate on damaged run directories",
+    "report_view": "15. socialgym report and view on damaged tie files and ids",
+    "calibrate": "16. socialgym calibrate: targets, a damaged search, links at its outputs",
+    "distill": "17. socialgym distill: damaged decision logs, runs given twice, bad models, links",
+    "cli_numbers": "18. Numeric options of every command",
+    "llm_config": "19. Platform objectives and stances; keys over plain http; budgets, endpoints, estimate --json",
+    "locks": "20. Lock files planted as links, folders and FIFOs",
+    "hybrid": "21. Hybrid policy groups (llm, archetype, distilled, scripted tiers)",
 }
 
 MAX_MESSAGE = 300
@@ -1427,7 +1439,7 @@ CONFIG_CASES: list[tuple] = [
     ("file/a directory", lambda ctx, folder: folder, "error", [], (), False),
     # ---- env
     *[(f"env/n_agents {v!r}", {"env.n_agents": v}, "error", ["n_agents"], (), v == 10**12)
-      for v in (0, 1, -3, 10**12, "lots", 2.5, True, None, 100_001)],
+      for v in (0, 1, -3, 10**12, "lots", 2.5, True, None, 10_000_001)],   # past MAX_AGENTS
     ("env/n_actions 0", {"env.n_actions": 0}, "error", ["n_actions"], (), False),
     ("env/n_actions 101", {"env.n_actions": 101}, "error", ["n_actions"], (), False),
     ("env/n_actions '3'", {"env.n_actions": "3"}, "error", ["n_actions"], (), False),
@@ -1992,7 +2004,8 @@ def _refused_connection(ctx: Ctx) -> tuple[str, str]:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()                          # nothing listens there now
-    return llm_case(lambda: None, {FALLBACK}, base_url=f"http://127.0.0.1:{port}/v1")(ctx)
+    # a round none of whose requests reached a server stops the run (issue 43: LLMServerDown, exit 6)
+    return llm_case(lambda: None, {"fatal"}, base_url=f"http://127.0.0.1:{port}/v1")(ctx)
 
 
 case("llm", "connection refused", _refused_connection, timeout=90)
@@ -2570,6 +2583,11 @@ case("files", "llm_cache.sqlite rows replaced by a hostile pickle", _cache_is_da
 import probe_hardening  # noqa: E402  (benchmarks/ is on sys.path)
 
 probe_hardening.register(sys.modules[__name__])
+
+# =============================================================================== 11-21. issue 44
+import probe_surfaces  # noqa: E402  (benchmarks/ is on sys.path)
+
+probe_surfaces.register(sys.modules[__name__])
 
 
 # =============================================================================== running
