@@ -42,18 +42,31 @@ from typing import Any
 import numpy as np
 
 from socialgym.envs.feed.batched import BatchedFeedEnv
-from socialgym.tasks import TASKS, draw_lambdas, lambda_stream, task_id as objective_task_id
+from socialgym.platform.validation import show
+from socialgym.tasks import OBJECTIVES, TASKS, draw_lambdas, lambda_stream, task_id as objective_task_id
+
+
+def _registered_task(task_id: Any) -> str:
+    """The registered id of ``task_id`` (an id or an objective), or one short line naming it."""
+    if not isinstance(task_id, str):
+        raise TypeError(f"task_id must be a task id or an objective (a str), got {type(task_id).__name__} "
+                        f"{show(task_id, 60)}")
+    if task_id not in TASKS and "/" not in task_id:
+        try:
+            task_id = objective_task_id(task_id)
+        except ValueError:                           # its message repeats the whole (maybe huge) name
+            pass
+    if task_id not in TASKS:
+        raise ValueError(f"unknown task {show(task_id, 80)}: socialgym.tasks.TASKS lists the registered ids "
+                         f"(such as 'socialgym/feed-SOC-v0'); an objective is one of {', '.join(OBJECTIVES)}")
+    return task_id
 
 
 class FeedVecEnv:
     """``num_envs`` platforms of one task, stepped together (see the module docstring)."""
 
     def __init__(self, task_id: str, num_envs: int, *, autoreset: bool = True, **overrides: Any) -> None:
-        if task_id not in TASKS:
-            task_id = objective_task_id(task_id) if isinstance(task_id, str) and "/" not in task_id else task_id
-        if task_id not in TASKS:
-            raise ValueError(f"unknown task {str(task_id)[:80]!r}: socialgym.tasks.TASKS lists the registered ones "
-                             "(an id such as 'socialgym/feed-SOC-v0', or an objective such as 'mixed')")
+        task_id = _registered_task(task_id)
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         self.task = TASKS[task_id]
@@ -101,6 +114,11 @@ class FeedVecEnv:
         environment's (``reward_components`` per row after a vote step, ``invalid`` by row id
         ``agent_<row>``)."""
         matrix = actions
+        if isinstance(matrix, (list, tuple)):        # nested lists: their shape is checked as an array's
+            try:
+                matrix = np.asarray(matrix)
+            except ValueError:                       # ragged: the batched env names it
+                matrix = actions
         if hasattr(matrix, "shape") and len(matrix.shape) == 3:
             if tuple(matrix.shape[:2]) != (self.num_envs, self.n_agents):
                 raise ValueError(f"step_arrays: a 3-D action matrix must have shape (num_envs, n_agents, L) = "

@@ -36,8 +36,9 @@ def show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
         text = repr(value)
     except Exception:                            # noqa: BLE001 -- a broken or huge __repr__
         text = f"<{type(value).__name__}>"
-    text = re.sub(r"\s*\n\s*", " ", text)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    # every line break str.splitlines knows (a custom __repr__ may hold \r or \f), with the indent around it
+    text = re.sub(r"\s*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]\s*", " ", text)
+    return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
 
 
 def is_int(value: Any, *, numpy: bool = True) -> bool:

@@ -41,17 +41,21 @@ def platform_weights(objective: str | Mapping[str, float]) -> np.ndarray:
     """The weight vector of an objective name (one-hot) or a mapping name -> weight (the others 0)."""
     if isinstance(objective, str):
         if objective not in PLATFORM_OBJECTIVES:
-            raise ValueError(f"platform objective must be one of {PLATFORM_OBJECTIVES}, got {objective!r}")
+            raise ValueError(f"platform objective must be one of {PLATFORM_OBJECTIVES}, got {show(objective, 80)}")
         return np.eye(len(PLATFORM_OBJECTIVES))[PLATFORM_OBJECTIVES.index(objective)]
     if not isinstance(objective, Mapping):
-        raise TypeError(f"platform objective: a name or a mapping name -> weight, got {objective!r}")
+        raise TypeError(f"platform objective: a name or a mapping name -> weight, got {show(objective, 80)}")
     unknown = [k for k in objective if k not in PLATFORM_OBJECTIVES]
     if unknown:
-        raise ValueError(f"platform objective: unknown component(s) {unknown}; known: {PLATFORM_OBJECTIVES}")
+        raise ValueError(f"platform objective: unknown component(s) {show(unknown, 80)}; known: {PLATFORM_OBJECTIVES}")
     for name, weight in objective.items():
-        # a bool or a string that float() would take ("1", True) is a mistake, not a weight
-        if not is_number(weight) or abs(weight) > 1e300:  # bools, strings, NaN, infinities, ints past float range
+        # a bool or a string that float() would take ("1", True) is a mistake, not a weight; so are
+        # NaN, infinities and ints past float range (float() would overflow)
+        if not is_number(weight) or abs(weight) > 1.7976931348623157e308:
             raise ValueError(f"platform objective weight {name!r} must be a finite number, got {show(weight, 40)}")
+        if abs(weight) > 1e300:                  # a float, but its weighted rewards would overflow to inf
+            raise ValueError(f"platform objective weight {name!r} must be a finite number of size at most 1e300, "
+                             f"got {show(weight, 40)}")
     w = np.array([float(objective.get(k, 0.0)) for k in PLATFORM_OBJECTIVES])
     if not w.any():
         raise ValueError(f"platform objective: at least one weight must be non-zero, got {dict(objective)!r} "
