@@ -193,13 +193,17 @@ def test_resume_rejects_a_non_sweep(tmp_path):
 # ---------------------------------------------------------------------------------- failures
 @pytest.mark.slow
 def test_failing_job_does_not_stop_the_others(tmp_path):
-    # valid at config load (the file exists); reading it as a model fails when the run builds
-    # its policies
-    junk = tmp_path / "junk.pt"
-    junk.write_bytes(b"not a model")
+    # valid at config load and before the sweep starts (a loopback server needs no key); the LLM
+    # condition's jobs fail in their first round, when no request finds the server
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]                   # nothing listens there once closed
     cfg = tiny(run={"replicates": 2, "workers": 2},
-               sweep={"policy.groups": [[{"name": "g", "kind": "greedy"}],
-                                        [{"name": "g", "kind": "torch", "params": {"path": str(junk)}}]]})
+               llm={"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 0, "timeout": 5,
+                    "cache": False},
+               sweep={"policy.groups": [[{"name": "g", "kind": "greedy"}], [{"name": "g", "kind": "llm"}]]})
     out = tmp_path / "fail"
     with pytest.raises(RunError) as info:
         run_sweep(cfg, out, progress=False)
@@ -207,7 +211,7 @@ def test_failing_job_does_not_stop_the_others(tmp_path):
     assert "2 of 4 sweep jobs failed" in message and "\n" not in message
     assert "c01-policy.groups=" in message and "/rep_0: " in message and "/rep_1: " in message
     assert "c00-policy.groups=" not in message
-    assert "not a socialgym PPO model file" in message
+    assert "found no server to connect to" in message
     done = sorted(p.parent.name for p in (out / "runs").glob("c00-*/rep_0"))
     assert len(done) == 1
     for k in (0, 1):
@@ -215,6 +219,16 @@ def test_failing_job_does_not_stop_the_others(tmp_path):
     rows = read_csv(out / "aggregate.csv")                    # the completed jobs were aggregated
     assert rows and {r["condition_id"] for r in rows} == {done[0]}
     assert {r["n"] for r in rows if r["metric"] == "total"} == {"2"}
+
+
+def test_a_sweep_refuses_a_damaged_model_before_any_job(tmp_path):
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a model")
+    cfg = tiny(sweep={"policy.groups": [[{"name": "g", "kind": "greedy"}],
+                                        [{"name": "g", "kind": "torch", "params": {"path": str(junk)}}]]})
+    with pytest.raises(RunError, match="policy group 'g' \\(torch\\): .*junk.pt is not a socialgym PPO model file"):
+        run_sweep(cfg, tmp_path / "fail", progress=False)
+    assert not (tmp_path / "fail").exists()
 
 
 # ---------------------------------------------------------------------------------- ray
