@@ -1220,19 +1220,26 @@ def _validate_misc() -> list[tuple[str, Callable]]:
                                                                       sweep_manifest_list)]
 
 
+def _run_beside(outside: Path, argv: list[str], what: str = "a write went through the link to outside"):
+    """``cli(argv)`` with every file under ``outside`` compared before and after: Bad when one
+    changed or the command ended in a traceback; otherwise the result, for the caller's verdict."""
+    before = H._tree(outside)
+    res = cli(argv)
+    change = H._diff(before, H._tree(outside))
+    if change:
+        raise Bad(f"{what} ({H._status(res)}): {change}")
+    if res.exc is not None:
+        raise Bad(f"traceback: {describe(res.exc)}{where(res.exc)}")
+    return res
+
+
 def _validate_link_case(name: str, kind: str):
     def run(ctx):
         w = ctx.workdir("validate-links")
         outside = _outside(w)
         out = w / "card"
         _plant(out / name, kind, outside)
-        before = H._tree(outside)
-        res = cli(["validate", str(_finished_run(ctx)), "--out", str(out)])
-        change = H._diff(before, H._tree(outside))
-        if change:
-            raise Bad(f"a write went through the link to outside ({H._status(res)}): {change}")
-        if res.exc is not None:
-            raise Bad(f"traceback: {describe(res.exc)}{where(res.exc)}")
+        res = _run_beside(outside, ["validate", str(_finished_run(ctx)), "--out", str(out)])
         if res.rc == 0:
             return HANDLED, f"exit 0; {name} {'still a link' if (out / name).is_symlink() else 'a file of its own'}"
         return H._one_line_any(res, [], status=(2, 4))
@@ -1484,13 +1491,7 @@ def _cal_link_case(name: str, kind: str):
         outside = _outside(w)
         out = w / "cal"
         _plant(out / name.rstrip("/"), kind, outside)
-        before = H._tree(outside)
-        res = cli(_cal_argv(ctx, out))
-        change = H._diff(before, H._tree(outside))
-        if change:
-            raise Bad(f"a write went through the link to outside ({H._status(res)}): {change}")
-        if res.exc is not None:
-            raise Bad(f"traceback: {describe(res.exc)}{where(res.exc)}")
+        res = _run_beside(outside, _cal_argv(ctx, out))
         if res.rc == 0:
             link = out / name.rstrip("/")
             return HANDLED, f"exit 0; {name} {'still a link' if link.is_symlink() else 'one of its own'}; " \
@@ -1784,14 +1785,8 @@ def _distill_link_case(name: str, kind: str):
         base = w / ("out" if where_ == "out" else "report")
         base.mkdir()
         _plant(base / rel.rstrip("/"), kind, outside)
-        before = H._tree(outside)
-        res = cli(["distill", str(a), str(b), "--out", str(w / "out" / "model.pt"), "--report", str(w / "report"),
-                   *DISTILL_ARGS])
-        change = H._diff(before, H._tree(outside))
-        if change:
-            raise Bad(f"a write went through the link to outside ({H._status(res)}): {change}")
-        if res.exc is not None:
-            raise Bad(f"traceback: {describe(res.exc)}{where(res.exc)}")
+        res = _run_beside(outside, ["distill", str(a), str(b), "--out", str(w / "out" / "model.pt"),
+                                    "--report", str(w / "report"), *DISTILL_ARGS])
         if res.rc == 0:
             return HANDLED, "exit 0; nothing outside changed"
         return H._one_line_any(res, [], status=(2, 4), max_seconds=60)
@@ -2224,13 +2219,7 @@ def _lock_case(command: str, kind: str):
             (d / "replays").mkdir(parents=True)
         lock = lock_path(target)
         _plant(lock, kind, outside)
-        before = H._tree(outside)
-        res = cli(argv)
-        change = H._diff(before, H._tree(outside))
-        if change:
-            raise Bad(f"the planted lock changed a file outside ({H._status(res)}): {change}")
-        if res.exc is not None:
-            raise Bad(f"traceback: {describe(res.exc)}{where(res.exc)}")
+        res = _run_beside(outside, argv, "the planted lock changed a file outside")
         if res.rc == 0:
             raise Bad(f"a lock file planted as {kind} was taken as a lock (exit 0)")
         return H._one_line_any(res, [lock.name, "lock"], status=(2, 3, 4), max_seconds=60)

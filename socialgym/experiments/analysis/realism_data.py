@@ -112,18 +112,19 @@ def _read_rounds(path: Path, missing: list[str], order: list[str] | None
     # the env's order when summary.json gives it (agents it lacks go last), else agent_2 before agent_10
     agents = [a for a in order if a in seen] + sorted(seen - set(order), key=_agent_order) if order \
         else sorted(seen, key=_agent_order)
-    unreadable = sum(_round_cell(r[col["round"]]) is None for r in rows)
+    numbered = [(_round_cell(r[col["round"]]), r) for r in rows]         # each round cell parsed once
+    unreadable = sum(rnd is None for rnd, _ in numbered)
     if unreadable:
         missing.append(f"{unreadable} {layout.ROUNDS} row(s) whose round is not a whole number (left out)")
-    rows = [r for r in rows if _round_cell(r[col["round"]]) is not None]
-    rounds = sorted({_round_cell(r[col["round"]]) for r in rows})
+    numbered = [(rnd, r) for rnd, r in numbered if rnd is not None]
+    rounds = sorted({rnd for rnd, _ in numbered})
     if not rounds:
         return agents, None, np.zeros(0, np.int64)
     a_index, r_index = {a: i for i, a in enumerate(agents)}, {r: i for i, r in enumerate(rounds)}
     active = np.zeros((len(rounds), len(agents)), bool)
-    for r in rows:
+    for rnd, r in numbered:
         acted = sum(_count(r[col[c]]) for c in ACTIVE_COLUMNS) > 0
-        active[r_index[_round_cell(r[col["round"]])], a_index[r[col["agent"]]]] |= acted
+        active[r_index[rnd], a_index[r[col["agent"]]]] |= acted
     return agents, active, np.asarray(rounds, np.int64)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from socialgym.experiments.define.schema import freeze
 from socialgym.experiments.errors import RunError
 from socialgym.rundir import layout
-from socialgym.rundir.decisions import read_decisions
+from socialgym.rundir.decisions import OBS_KEYS, interface_of, read_decisions
 from socialgym.rundir.files import atomic_write, finite_json, write_json
 from socialgym.rundir.runs import kind_of, read_run_info
 
@@ -63,11 +63,16 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
                        "so that what the network learns from is what the run logged")
     train_runs, held = runs[: len(runs) - holdout], runs[len(runs) - holdout:]
     try:
-        read_decisions(runs)                 # one per-agent layout across training and held-out runs
         train, unmapped = read_decisions(train_runs)
         test = read_decisions(held)[0] if held else {}
     except ValueError as exc:
         raise RunError(str(exc)) from None
+    a, b = next(iter(train.values()), None), next(iter(test.values()), None)
+    if a is not None and b is not None and (  # one per-agent layout across training and held-out runs
+            interface_of(a.layout) != interface_of(b.layout)
+            or any(a.obs[k].shape[1:] != b.obs[k].shape[1:] for k in OBS_KEYS)):
+        raise RunError(f"the held-out runs' agents' layout {interface_of(b.layout)} differs from the training runs' "
+                       f"{interface_of(a.layout)}: one network fits one layout")
     if not any(len(d) for d in train.values()):
         raise RunError(f"the decision logs of {', '.join(map(str, train_runs))} hold no decision to learn from")
     actor, stats = behaviour_clone(train, args)
