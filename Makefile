@@ -148,7 +148,7 @@ reproduction: install
 
 ## train: PPO with parameter sharing on the mixed task (runs/ppo), then random/greedy/PPO evaluation
 train: install
-	$(BIN)/python -m socialgym.baselines.ppo --task mixed --out runs/ppo
+	$(BIN)/python -m socialgym.training.ppo --task mixed --out runs/ppo
 	$(BIN)/python -m socialgym.experiments.analysis.evaluate --model runs/ppo/model.pt --episodes 10
 
 clean:

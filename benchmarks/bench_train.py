@@ -7,7 +7,7 @@
 
 A *decision* is one agent's action at one step (two per round: act, then vote). **Rollout**
 rate: episodes of every platform with a fresh network (environment step and policy forward
-pass, no update), ``socialgym.baselines.ppo.rollout``. **Training** rate: ``ppo.train`` with
+pass, no update), ``socialgym.training.ppo.rollout``. **Training** rate: ``ppo.train`` with
 the default ``Args`` except ``num_envs``/``minibatch``/``threads``/``device`` and no in-training
 evaluation, decisions over seconds from the end of iteration 1 to the last (start-up excluded).
 
@@ -42,8 +42,8 @@ RESULTS = Path(__file__).resolve().parent / "results_train.json"
 PROBE = r"""
 import json, sys, time
 import numpy as np, torch
-from socialgym.baselines import ppo
-from socialgym.baselines.torch_policy import Actor, ActorCritic, Heads, RunningNorm, feature_size
+from socialgym.training import ppo
+from socialgym.training.torch_policy import Actor, ActorCritic, Heads, RunningNorm, feature_size
 kind, task, num_envs, threads, device, amount = sys.argv[1:7]
 num_envs, threads, amount = int(num_envs), int(threads), int(amount)
 if threads:
@@ -100,7 +100,7 @@ def baseline_root(commit: str) -> Path:
 
 def run(args) -> list[dict]:
     sys.path.insert(0, str(ROOT))
-    from socialgym.baselines.ppo import Args
+    from socialgym.training.ppo import Args
 
     default_minibatch = Args().minibatch
     rows = []
@@ -181,7 +181,7 @@ def tasks_results_at(commit: str) -> dict:
 
 
 def time_to_score(objectives: list[str], baseline: str) -> list[dict]:
-    """``python -m socialgym.baselines.ppo --task O`` with its default arguments, alone on the
+    """``python -m socialgym.training.ppo --task O`` with its default arguments, alone on the
     machine, then its network on the 10 held-out episodes of docs/tasks.md; the target is the
     PPO score of the task table at commit ``baseline`` (before issue 31)."""
     sys.path.insert(0, str(ROOT))
@@ -193,7 +193,7 @@ def time_to_score(objectives: list[str], baseline: str) -> list[dict]:
     for objective in objectives:
         with tempfile.TemporaryDirectory() as out:
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "socialgym.baselines.ppo", "--task", objective, "--out", out],
+            subprocess.run([sys.executable, "-m", "socialgym.training.ppo", "--task", objective, "--out", out],
                            check=True, capture_output=True)
             wall = time.perf_counter() - started
             logged = float(list(csv.DictReader(open(Path(out) / "train_log.csv")))[-1]["seconds"])
@@ -219,7 +219,7 @@ def score_table(rows: list[dict]) -> str:
         lines.append(f"| `{r['task']}` | {r['wall_s']:.0f} s ({r['train_s']:.0f} s) | {r['score']:.3f} ± "
                      f"{r['ci95']:.3f} | {r['target']:.3f} ± {r['target_ci95']:.3f} | {spent} | {reached} |")
     return "\n".join(lines) + (
-        f"\n\n`python -m socialgym.baselines.ppo --task OBJECTIVE` with its default arguments (training seed 0), "
+        f"\n\n`python -m socialgym.training.ppo --task OBJECTIVE` with its default arguments (training seed 0), "
         f"one run at a time on {rows[0]['cpus']} CPU cores, {rows[0]['date']}; its network played on the 10 held-out "
         "episodes of docs/tasks.md (seeds 10000–10009, mean ± 95 % t-interval); the target is the PPO cell of the "
         f"task table at commit {rows[0]['baseline']}, and \"its training then\" that network's budget. \"Within the "
@@ -240,7 +240,7 @@ def curves(baseline: str, seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
     def one(label: str, root: Path, seed: int) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
-            subprocess.run([sys.executable, "-m", "socialgym.baselines.ppo", *CURVE_ARGS, "--seed", str(seed),
+            subprocess.run([sys.executable, "-m", "socialgym.training.ppo", *CURVE_ARGS, "--seed", str(seed),
                             "--out", tmp], cwd=root, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": path})
             log = list(csv.DictReader(open(Path(tmp) / "train_log.csv")))
         run = {int(r["episodes"]): float(r["eval_return"]) for r in log if r["eval_return"] != "nan"}
@@ -275,7 +275,7 @@ def curve_table(data: dict) -> str:
     worst = max(range(len(stats)), key=lambda i: abs(stats[i][0][0] - stats[i][1][0]))
     return "\n".join(lines) + (
         "\n\nValidation return (in-training evaluation on the seeds 20000…, mean ± standard deviation over the "
-        f"training seeds 0, 1, 2) of `python -m socialgym.baselines.ppo {' '.join(CURVE_ARGS)}` — the arguments "
+        f"training seeds 0, 1, 2) of `python -m socialgym.training.ppo {' '.join(CURVE_ARGS)}` — the arguments "
         f"before issue 31 — in this commit and in the baseline's worktree, on {machine['cpus']} CPU cores "
         f"({machine['machine']}, {machine['date']}). At {within} of {len(stats)} points the two means differ by "
         "less than the sum of their standard deviations; the largest difference is "

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/ppo_ablation.py                     # 8 variants x 200 iterations, ~25 min on 2 cores
     .venv/bin/python benchmarks/ppo_ablation.py --iterations 50 --no-docs
 
-Every variant trains with the default ``Args`` of socialgym/baselines/ppo.py except the one
+Every variant trains with the default ``Args`` of socialgym/training/ppo.py except the one
 change it names, for the same number of iterations (``--iterations``, fewer than the default
 500 so the table stays affordable), then plays ``--episodes`` held-out episodes (seeds 10000…)
 through ``socialgym.experiments.analysis.evaluate.evaluate``. "Before issue 18" combines every change at
@@ -43,8 +43,8 @@ VARIANTS: dict[str, dict] = {
 
 
 def run(name: str, change: dict, iterations: int, episodes: int, seed: int, out: Path) -> dict:
-    from socialgym.baselines import ppo
-    from socialgym.baselines.torch_policy import TorchPolicy
+    from socialgym.training import ppo
+    from socialgym.training.torch_policy import TorchPolicy
     from socialgym.experiments.analysis.evaluate import evaluate
 
     args = dataclasses.replace(ppo.Args(task="mixed", iterations=iterations, eval_every=0,

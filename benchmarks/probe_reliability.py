@@ -2469,7 +2469,7 @@ for _kind in MODEL_KINDS:
 
 
 def _read_model_direct(ctx: Ctx) -> tuple[str, str]:
-    from socialgym.baselines.torch_policy import read_model_file
+    from socialgym.training.torch_policy import read_model_file
     folder = ctx.workdir("model")
     mark = ctx.marker("direct")
     model = folder / "model.pt"

@@ -1929,7 +1929,7 @@ def _numbers_case(argv: Callable[[Any, Path], list[str]], names: Sequence[str], 
         w = ctx.workdir("numbers")
         args = argv(ctx, w)                     # fixtures (runs, configs) are built here, in the probe
         if args and args[0] == "distill":
-            import socialgym.baselines.distill  # noqa: F401 -- torch loaded before the memory limit
+            import socialgym.training.distill  # noqa: F401 -- torch loaded before the memory limit
 
         def body():
             if route == "demo":

@@ -11,7 +11,7 @@ episode return is its λ-weighted total summed over rounds, with the episode's �
 single-reward task, the reset's draw for ``mixed``); the mean over agents is one sample per
 episode, and a scripted row gives the mean over episodes with a 95 % t-interval.
 
-PPO is trained on each *small* task with the default ``Args`` of socialgym/baselines/ppo.py in
+PPO is trained on each *small* task with the default ``Args`` of socialgym/training/ppo.py in
 two variants (``TEAM_SPIRIT``): cooperative (team spirit 0.8, the default) and selfish (0, the
 reward random and greedy pursue), each with the training seeds ``TRAIN_SEEDS``, by ``--train``
 (``--jobs`` at a time; models in ``--models/<objective>/<variant>-seed<k>/``). Every network plays
@@ -70,7 +70,7 @@ def make_policy(name: str, seed: int, model: Path | None = None, client=None):
         from socialgym.agents.demo import COMPACT_POLICY
         return LLMPolicy(client, **COMPACT_POLICY, seed=seed)
     if name in TEAM_SPIRIT:
-        from socialgym.baselines.torch_policy import TorchPolicy
+        from socialgym.training.torch_policy import TorchPolicy
         return TorchPolicy.load(model, seed=seed)
     return {"random": RandomPolicy, "greedy": GreedyPolicy}[name](seed=seed)
 
@@ -125,7 +125,7 @@ def train_all(objectives: list[str], models: Path, jobs: int, iterations: int | 
         for variant, spirit in TEAM_SPIRIT.items():
             for seed in TRAIN_SEEDS:
                 out = model_dir(models, objective, variant, seed)
-                cmd = [sys.executable, "-m", "socialgym.baselines.ppo", "--task", objective, "--seed", str(seed),
+                cmd = [sys.executable, "-m", "socialgym.training.ppo", "--task", objective, "--seed", str(seed),
                        "--team-spirit", str(spirit), "--out", str(out), "--threads", "1" if jobs > 1 else "0"]
                 commands.append(cmd + (["--iterations", str(iterations)] if iterations else []))
 
@@ -275,7 +275,7 @@ def budget_sentence(data: dict) -> str:
     if not parts:
         return "PPO not trained yet: run `python benchmarks/tasks.py --train`."
     jobs = data["meta"].get("jobs", 1)
-    return ("PPO training budgets (default `Args` of `socialgym/baselines/ppo.py`, mean wall-clock time over the "
+    return ("PPO training budgets (default `Args` of `socialgym/training/ppo.py`, mean wall-clock time over the "
             f"seeds; {jobs} trainings ran at a time, one torch thread each): " + "; ".join(parts) + ".")
 
 
@@ -334,7 +334,7 @@ def learnability_markdown(data: dict) -> str:
                   "same task, so it says how far PPO gets towards what is known to be reachable there, not how "
                   "learnable one task is against another, and the rewards' scales differ. The paper's claim 2 "
                   "(INF easiest, COORD hardest) is therefore not tested by this table.", "",
-              f"PPO with the default `Args` of `socialgym/baselines/ppo.py`, {rows[0]['seeds']} training seeds per "
+              f"PPO with the default `Args` of `socialgym/training/ppo.py`, {rows[0]['seeds']} training seeds per "
               f"variant (mean ± standard deviation across seeds); returns on the held-out seeds {meta['seed']}–"
               f"{meta['seed'] + meta['episodes'] - 1} (docs/tasks.md). Written by `benchmarks/tasks.py`."]
     return "\n".join(lines)
@@ -401,7 +401,7 @@ def _cores() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from socialgym.baselines.ppo import VALIDATION_SEED, Args
+    from socialgym.training.ppo import VALIDATION_SEED, Args
     from socialgym.tasks import OBJECTIVES, SIZES, TASKS, task_id
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

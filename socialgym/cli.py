@@ -308,7 +308,7 @@ def _distill(args) -> int:
     import dataclasses
 
     try:
-        from socialgym.baselines.distill import Args
+        from socialgym.training.distill import Args
     except ImportError as exc:
         return _fail(exc, EXIT_USAGE)
     from socialgym.experiments.analysis.fidelity import fidelity_markdown

@@ -39,7 +39,7 @@ from socialgym.envs.platform_v0 import make as make_platform
 from socialgym.platform.validation import check_seed
 
 SIZES: Mapping[str, Mapping[str, Any]] = MappingProxyType({
-    # small = the PPO baseline's default training set-up (socialgym/baselines/ppo.py, Args)
+    # small = the PPO baseline's default training set-up (socialgym/training/ppo.py, Args)
     "small": MappingProxyType(dict(n_agents=20, n_actions=2, max_rounds=10, feed_size=6, vote_feed_size=6,
                                    dm_inbox_size=4, recommender="chronological")),
     "large": MappingProxyType(dict(n_agents=100, n_actions=2, max_rounds=20, feed_size=6, vote_feed_size=6,

@@ -120,8 +120,8 @@ def _synthetic_run(seed: int, out: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_distilled_policy_reproduces_a_rule_on_held_out_decisions(tmp_path):
-    from socialgym.baselines.distill import Args, agreement, behaviour_clone
-    from socialgym.baselines.torch_policy import TorchPolicy, save_policy
+    from socialgym.training.distill import Args, agreement, behaviour_clone
+    from socialgym.training.torch_policy import TorchPolicy, save_policy
 
     runs = [tmp_path / f"run{s}" for s in range(6)]
     for s, run in enumerate(runs):
@@ -201,7 +201,7 @@ def test_a_run_logs_the_decisions_it_is_asked_for(tmp_path):
 
 @pytest.mark.slow
 def test_distill_command_writes_a_model_and_a_fidelity_report(tmp_path, capsys):
-    from socialgym.baselines.torch_policy import TorchPolicy
+    from socialgym.training.torch_policy import TorchPolicy
     from socialgym.cli import main
     from socialgym.rundir import layout
 

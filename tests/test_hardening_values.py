@@ -181,7 +181,7 @@ def test_distill_refuses_a_run_given_twice_or_its_copy(logged_runs, tmp_path, ca
 
 def test_a_nan_model_is_refused_by_name(logged_runs, tmp_path, capsys):
     torch = need_module("torch")
-    from socialgym.baselines.torch_policy import TorchPolicy
+    from socialgym.training.torch_policy import TorchPolicy
 
     good = tmp_path / "m.pt"
     assert main(["distill", str(logged_runs / "r0"), str(logged_runs / "r1"), "--out", str(good),

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the PettingZoo adapters, the discussion substrate (with its annotators), the task registry
     # and the package's public entry (``socialgym.parallel_env``, ``socialgym.make``)
     ("envs", ("socialgym.envs", "socialgym.discussion", "socialgym.annotation", "socialgym.tasks", "socialgym")),
-    ("policies", ("socialgym.agents", "socialgym.baselines")),
+    ("policies", ("socialgym.agents", "socialgym.baselines", "socialgym.training")),
     # the format of a run directory, its readers and writers (only the platform below it is needed)
     ("run directory", ("socialgym.rundir",)),
     # the viewer reads a run directory; the experiments build viewers of their runs

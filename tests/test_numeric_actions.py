@@ -1,6 +1,6 @@
 """Numeric actions (issue 18): action masks valid in every phase and round, inert masks for the
 other phase's components, numeric actions as lists and torch tensors, and the lazy
-``socialgym.baselines.TorchPolicy`` export."""
+``socialgym.training.TorchPolicy`` export."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_round_one_target_slot_mask_is_the_null_slot():
 
 def test_masked_softmax_over_env_masks_has_no_nan_in_round_one():
     torch = need_module("torch")
-    from socialgym.baselines import torch_policy as ppo      # the PPO network's runtime
+    from socialgym.training import torch_policy as ppo      # the PPO network's runtime
 
     env = socialgym.parallel_env(n_agents=6, n_actions=2, max_rounds=3, feed_size=4, vote_feed_size=4,
                                  dm_inbox_size=3, sentiment="tone", obs_format="numeric",
@@ -323,13 +323,15 @@ def _python(code: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def test_importing_baselines_does_not_import_torch():
+def test_importing_baselines_or_training_does_not_import_torch():
     done = _python("""
         import sys
         import socialgym.baselines
+        import socialgym.training
         from socialgym.baselines import *
+        from socialgym.training import *
         from socialgym.baselines import GreedyPolicy, RandomPolicy
-        assert "TorchPolicy" in dir(socialgym.baselines)
+        assert "TorchPolicy" in dir(socialgym.training)
         print(sorted(m for m in sys.modules if m.split(".")[0] == "torch"))
     """)
     assert done.returncode == 0, done.stderr
@@ -338,14 +340,14 @@ def test_importing_baselines_does_not_import_torch():
 
 def test_torch_policy_is_exported_lazily():
     need_module("torch")
-    import socialgym.baselines as baselines
-    from socialgym.baselines import TorchPolicy
-    from socialgym.baselines.torch_policy import TorchPolicy as direct
+    import socialgym.training as training
+    from socialgym.training import TorchPolicy
+    from socialgym.training.torch_policy import TorchPolicy as direct
 
-    assert TorchPolicy is direct and baselines.TorchPolicy is direct
+    assert TorchPolicy is direct and training.TorchPolicy is direct
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchPolicy'"):
-        baselines.NoSuchPolicy  # noqa: B018
-    from socialgym.baselines import ppo                          # the training script imports it
+        training.NoSuchPolicy  # noqa: B018
+    from socialgym.training import ppo                          # the training script imports it
     assert not hasattr(ppo, "TorchPolicy")                      # the runtime has its own module
 
 
@@ -359,9 +361,9 @@ def test_torch_policy_without_torch_says_how_to_install_it():
                     raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
         sys.meta_path.insert(0, NoTorch())
-        import socialgym.baselines
+        import socialgym.training
         try:
-            from socialgym.baselines import TorchPolicy
+            from socialgym.training import TorchPolicy
         except ImportError as err:
             print("ImportError:", err)
     """)

@@ -50,8 +50,8 @@ def test_a_model_is_saved_through_no_planted_link(tmp_path):
     need_module("torch")
     from test_distill import _synthetic_run
 
-    from socialgym.baselines.distill import Args, behaviour_clone
-    from socialgym.baselines.torch_policy import TorchPolicy, save_policy
+    from socialgym.training.distill import Args, behaviour_clone
+    from socialgym.training.torch_policy import TorchPolicy, save_policy
     from socialgym.rundir.decisions import read_decisions
 
     _synthetic_run(0, tmp_path / "run")

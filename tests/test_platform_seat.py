@@ -617,7 +617,7 @@ def _mean_round_engagement(env, act, seeds):
 @pytest.mark.slow
 def test_platform_ppo_beats_random_on_engagement():
     need_module("torch")
-    from socialgym.baselines.platform_ppo import Args, train
+    from socialgym.training.platform_ppo import Args, train
     policy, curve = train(Args(objective="engagement", iterations=40, seed=0), log=None)
     assert len(curve) == 40
     seeds = range(900, 904)

@@ -1,4 +1,4 @@
-"""The PPO baseline (training: socialgym/baselines/ppo.py; runtime: torch_policy.py): GAE by hand,
+"""The PPO baseline (training: socialgym/training/ppo.py; runtime: torch_policy.py): GAE by hand,
 masks, the update's direction, training artefacts, TorchPolicy in mixed runs (PolicyMix, the
 experiment runner), the CLI and evaluation."""
 
@@ -17,8 +17,8 @@ torch = need_module("torch")
 import socialgym  # noqa: E402
 from socialgym.agents import PolicyMix  # noqa: E402
 from socialgym.baselines import GreedyPolicy, RandomPolicy  # noqa: E402
-from socialgym.baselines import ppo  # noqa: E402
-from socialgym.baselines.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, TorchPolicy,  # noqa: E402
+from socialgym.training import ppo  # noqa: E402
+from socialgym.training.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, TorchPolicy,  # noqa: E402
                                               evaluate_actions, feature_size)
 from socialgym.experiments.analysis.evaluate import evaluate, learning_curve, write_table  # noqa: E402
 

@@ -11,8 +11,8 @@ torch = need_module("torch")
 pytestmark = pytest.mark.slow          # a training run
 
 from socialgym.baselines import RandomPolicy  # noqa: E402
-from socialgym.baselines import ppo  # noqa: E402
-from socialgym.baselines.torch_policy import TorchPolicy  # noqa: E402
+from socialgym.training import ppo  # noqa: E402
+from socialgym.training.torch_policy import TorchPolicy  # noqa: E402
 from socialgym.experiments.analysis.evaluate import evaluate  # noqa: E402
 
 

@@ -70,7 +70,7 @@ def test_registry_and_sizes():
 
 def test_small_size_is_the_ppo_default():
     need_module("torch")
-    from socialgym.baselines import ppo
+    from socialgym.training import ppo
     kwargs = ppo.env_kwargs(ppo.Args())
     assert {k: kwargs[k] for k in SIZES["small"]} == dict(SIZES["small"])
     env = ppo.make_env(ppo.Args())                                      # trains on the task itself

@@ -10,7 +10,7 @@ each with probability ``softmax(logit)`` over those left (Gumbel top-k); greedy 
 ``k`` highest logits.
 
 :class:`LearnedRanker` (registered as ``"learned"``, parameter ``path``: a ``policy.pt`` written
-by ``socialgym.baselines.platform_ppo``) ranks the retrieved candidates by the scorer's logits:
+by ``socialgym.training.platform_ppo``) ranks the retrieved candidates by the scorer's logits:
 ``socialgym.parallel_env(recommender="learned", recommender_kwargs={"path": ".../policy.pt"})``.
 Needs torch (imported when a policy is built or loaded).
 """
@@ -112,7 +112,7 @@ class PlatformPolicy:
         torch = torch_module()
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no trained platform policy at {path} (written by socialgym.baselines.platform_ppo)")
+            raise FileNotFoundError(f"no trained platform policy at {path} (written by socialgym.training.platform_ppo)")
         state = torch.load(path, weights_only=True)
         with torch.random.fork_rng():            # the drawn weights are overwritten: leave torch's RNG as it was
             policy = cls(hidden=int(state["hidden"]), seed=None, n_aggregates=int(state["n_aggregates"]))

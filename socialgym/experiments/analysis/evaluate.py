@@ -120,11 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY")
     a = parser.parse_args(argv)
     from socialgym.baselines import GreedyPolicy, RandomPolicy
-    from socialgym.baselines.ppo import Args, size_overrides, task_of
-    from socialgym.baselines.torch_policy import TorchPolicy
+    from socialgym.training.ppo import Args, size_overrides, task_of
+    from socialgym.training.torch_policy import TorchPolicy
 
     if a.model:
-        from socialgym.baselines.torch_policy import read_model_file
+        from socialgym.training.torch_policy import read_model_file
         try:
             saved = read_model_file(a.model).get("args", {})
         except (OSError, ValueError) as exc:

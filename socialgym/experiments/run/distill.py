@@ -1,7 +1,7 @@
 """``socialgym distill``: a cheap policy behaviour-cloned from LLM runs, and how alike it acts.
 
 1. The decision logs of the runs (``logging.decisions``) are split: the last ``holdout`` runs are
-   held out, the rest train the network (``socialgym.baselines.distill``), written as a
+   held out, the rest train the network (``socialgym.training.distill``), written as a
    ``model.pt`` that ``TorchPolicy.load`` and a ``distilled`` policy group read.
 2. On the held-out runs' decisions: how often the network's most likely choice is the logged one.
 3. With ``report``: each held-out run is replayed — same config and seed, the logged agents'
@@ -30,8 +30,8 @@ def distill(runs: Sequence[str | Path], out: str | Path, *, holdout: int = 1, re
             args=None, progress: bool = False) -> dict:
     """Train on ``runs`` minus the last ``holdout``, write the model to ``out``, measure agreement
     on the held-out decisions and (with ``report``) replay the held-out runs. Returns the report."""
-    from socialgym.baselines.distill import Args, agreement, behaviour_clone
-    from socialgym.baselines.torch_policy import save_policy
+    from socialgym.training.distill import Args, agreement, behaviour_clone
+    from socialgym.training.torch_policy import save_policy
 
     runs = [Path(r) for r in runs]
     for run in runs:

@@ -505,11 +505,11 @@ class _RunExecution:
         from socialgym.baselines import GreedyPolicy, RandomPolicy
 
         params = {"seed": self.seed * 1000 + index, **dict(group.params)}
-        if KIND[group.kind].model_file:         # a trained or distilled network (baselines.torch_policy)
+        if KIND[group.kind].model_file:         # a trained or distilled network (training.torch_policy)
             path = params.pop("path", None)
             if not path:
                 raise RunError(f"policy group {group.name!r} ({group.kind}): params.path must name a model.pt")
-            from socialgym.baselines.torch_policy import TorchPolicy
+            from socialgym.training.torch_policy import TorchPolicy
             try:
                 return TorchPolicy.load(path, **params)
             except (OSError, ValueError, TypeError) as exc:

@@ -94,7 +94,7 @@ def check_model_files(cfg: ExperimentConfig) -> None:
         if not KIND[group.kind].model_file or not group.params.get("path"):
             continue                           # no path: the runner names it when it builds the group
         try:
-            from socialgym.baselines.torch_policy import read_model_file
+            from socialgym.training.torch_policy import read_model_file
             read_model_file(group.params["path"])
         except (ImportError, OSError, ValueError, TypeError) as exc:
             raise RunError(f"policy group {group.name!r} ({group.kind}): {exc}") from None

@@ -5,7 +5,7 @@
 The feed environment carries the platform as an agent (``socialgym.envs.platform.agent``): in each
 vote step the platform ranks the next round's feed (Plackett-Luce, ``socialgym.baselines.
 platform_ppo``), the users act on what they are shown with the users' PPO policy
-(``socialgym.baselines.ppo``: the same network, heads and update). Each iteration plays
+(``socialgym.training.ppo``: the same network, heads and update). Each iteration plays
 ``episodes`` episodes with both policies sampling, then updates both — the users on their own
 λ-weighted rewards (team spirit as in ``ppo.Args``), the platform on its objective, each viewer's
 share of the round its feed was shown in. ``curves.json`` holds both learning curves per iteration.
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from socialgym.baselines import platform_ppo
-from socialgym.baselines.ppo import Args as UserArgs
-from socialgym.baselines.ppo import gae, ppo_update, rollout
-from socialgym.baselines.torch_policy import Actor, ActorCritic, Heads, RunningNorm, feature_size
+from socialgym.training import platform_ppo
+from socialgym.training.ppo import Args as UserArgs
+from socialgym.training.ppo import gae, ppo_update, rollout
+from socialgym.training.torch_policy import Actor, ActorCritic, Heads, RunningNorm, feature_size
 from socialgym.envs.platform.agent import PlatformAgentEnv
 from socialgym.platform.validation import check_int
 from socialgym.recommenders.learned import PlatformPolicy, as_tensors, slate_scores

@@ -1,7 +1,7 @@
 """``socialgym study platform-objectives``: what a ranking trained for engagement, welfare or bridging
 does to a population that talks, votes and forms ties.
 
-PPO (``socialgym.baselines.platform_ppo``) is trained on the platform task of each objective,
+PPO (``socialgym.training.platform_ppo``) is trained on the platform task of each objective,
 ``TRAIN_SEEDS`` training seeds each (the independent run is the training seed); every trained
 ranker and every hand-written one (:data:`HAND_RANKERS`) is then played on the held-out episode
 seeds :data:`EVAL_SEEDS` and measured on every metric (:data:`METRICS`, per round, averaged over
@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from socialgym.config import RECOMMENDER_NAMES
-from socialgym.baselines.platform_ppo import Args, train
+from socialgym.training.platform_ppo import Args, train
 from socialgym.recommenders.learned import PlatformPolicy
 from socialgym.envs.platform.env import PlatformEnv
 from socialgym.experiments.studies import evidence as ev

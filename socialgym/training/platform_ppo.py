@@ -14,7 +14,7 @@ all viewers sharing the parameters — as the users' PPO
 does with agents. The slate reaches the environment as scores (``action_form="scores"``): 1 for
 the first item, falling with the position, -1 for everything not drawn.
 
-    python -m socialgym.baselines.platform_ppo --objective welfare --iterations 150 --out runs/platform/welfare
+    python -m socialgym.training.platform_ppo --objective welfare --iterations 150 --out runs/platform/welfare
 
 Training seed k plays the episodes seeded 10_000 k + 0, 1, 2, ...; held-out evaluations use
 seeds outside that range.

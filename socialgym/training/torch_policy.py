@@ -1,6 +1,6 @@
 """The runtime of a trained PPO network: what loading a ``model.pt`` and acting with it needs.
 
-``socialgym.baselines.ppo`` trains the network; this module holds what training and acting share,
+``socialgym.training.ppo`` trains the network; this module holds what training and acting share,
 and everything a trained policy needs without the training script:
 
 - the **model file** (``MODEL_FORMAT``): :func:`save_policy` writes it, :func:`read_model_file`
@@ -465,7 +465,7 @@ def read_model_file(path: str | Path) -> dict:
             from None
     if isinstance(data, dict) and data.get("format") == "socialgym-ppo-1":
         raise ValueError(f"{path} was written by an older socialgym (format socialgym-ppo-1, recipients by "
-                         "index); retrain it with python -m socialgym.baselines.ppo")
+                         "index); retrain it with python -m socialgym.training.ppo")
     if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
         raise ValueError(f"{path} is not a socialgym PPO model file")
     fields = {"state_dict": dict, "env_nvec": list, "act_length": int, "peer_components": list, "widths": dict, "n_features": int,

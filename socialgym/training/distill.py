@@ -2,7 +2,7 @@
 
 The data are decision logs (``socialgym.rundir.decisions``): numeric observations and the
 structured choices of LLM (or any) agents written in the numeric encoding. The network is the
-PPO baseline's (:class:`~socialgym.baselines.torch_policy.ActorCritic`), so the result is an
+PPO baseline's (:class:`~socialgym.training.torch_policy.ActorCritic`), so the result is an
 ordinary ``model.pt`` that ``TorchPolicy.load`` reads and a ``torch`` / ``distilled`` policy group
 runs. Only the actor is trained: the loss is the cross-entropy of every component the choice
 fixed (a COM's target slot, a new DM's recipient, each shown vote item ...), under the same
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from socialgym.envs.feed.encoding import FEED_ITEM_FEATURES, FIELDS, DM_FEATURES, MaskCache
-from socialgym.baselines.torch_policy import Actor, ActorCritic, Heads, RunningNorm, encode, torch
+from socialgym.training.torch_policy import Actor, ActorCritic, Heads, RunningNorm, encode, torch
 
 _AUTHOR, _PRESENT = FEED_ITEM_FEATURES.index("author"), FEED_ITEM_FEATURES.index("present")
 _DM_PRESENT = DM_FEATURES.index("present")

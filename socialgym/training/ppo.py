@@ -24,15 +24,15 @@ What makes it learn (the ablation table in docs/training.md measures each):
   slot j* (j < F) or *a random other agent* (F), not an agent index, so the network's size
   does not depend on the population and a policy trained at 20 agents acts at 50.
 
-    python -m socialgym.baselines.ppo --task mixed                  # the mixed task (350 iterations)
-    python -m socialgym.baselines.ppo --task SOC --iterations 100
-    python -m socialgym.baselines.ppo --help
+    python -m socialgym.training.ppo --task mixed                  # the mixed task (350 iterations)
+    python -m socialgym.training.ppo --task SOC --iterations 100
+    python -m socialgym.training.ppo --help
 
 Writes ``OUT/model.pt`` (weights, normaliser and the per-agent interface they fit),
 ``OUT/train_log.csv`` (one row per iteration; ``eval_return`` every ``eval_every``) and
 ``OUT/args.json``; ``--wandb`` logs the same rows to wandb. ``TorchPolicy.load(OUT/model.pt)``
 plugs the result into any run (batched policy protocol). The network, its features, action heads,
-model file and ``TorchPolicy`` are in ``socialgym.baselines.torch_policy``; this file is the
+model file and ``TorchPolicy`` are in ``socialgym.training.torch_policy``; this file is the
 training: arguments, rollouts, GAE, the PPO update, logging and the command line.
 """
 
@@ -54,7 +54,7 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 
 # first, since without torch it raises an ImportError that says how to install it
-from socialgym.baselines.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, evaluate_phase, feature_size,
+from socialgym.training.torch_policy import (Actor, ActorCritic, Heads, RunningNorm, evaluate_phase, feature_size,
                                               save_policy)
 
 import torch
@@ -359,7 +359,7 @@ def _wandb(args: Args, out: Path):
 
 # ---------------------------------------------------------------------------- command line
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(prog="python -m socialgym.baselines.ppo", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m socialgym.training.ppo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     docs = field_docs()
     hints = typing.get_type_hints(Args)
