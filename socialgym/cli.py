@@ -481,15 +481,14 @@ def _demo(args) -> int:
 
 def _print_text_quality(out: Path) -> None:
     """How many of the agents' texts are English-like (docs/llm.md), when a word list is present."""
-    import json
-
     from socialgym.metrics.language import english_share, load_wordlist
+    from socialgym.rundir import Run
 
     try:
         words = load_wordlist()
     except FileNotFoundError:
         return
-    events = (json.loads(line) for line in (Path(out) / layout.EVENTS).read_text().splitlines())
+    events = [e for e in Run(out).events if e is not None]
     q = english_share([e["text"] for e in events if e.get("kind") in CONTENT_TYPES], words)
     if q["texts"]:
         print(f"texts: {q['english_like']} of {q['texts']} English-like ({100 * q['share']:.0f} %)")

@@ -5,6 +5,8 @@
   of an imported socialgym module: what is shared is public;
 - a run-directory file name (``socialgym.rundir.layout``) is written as a string literal only in
   the package that owns the format, ``socialgym/rundir/`` (docstrings may name files);
+- no module outside ``socialgym/rundir/`` opens a run's file to read it: it reads through
+  ``socialgym.rundir.Run`` (issue 45; ``NOT_YET_THROUGH_RUN`` lists those not yet migrated);
 - ``RUNTIME_PARAMS`` is defined once.
 """
 
@@ -134,6 +136,168 @@ def test_run_directory_names_only_in_their_module():
     assert len(run_directory_names()) >= 20
     found = literal_file_names()
     assert not found, "run-directory file names written outside socialgym/rundir:\n" + "\n".join(found)
+
+
+# ---------------------------------------------------------------------------------- one run reader (issue 45)
+RUN_FILES = {"CONFIG", "RUN_INFO", "SUMMARY", "ROUNDS", "NETWORK", "EVENTS", "TRANSCRIPTS", "SURVEYS", "INTERVIEWS",
+             "FALLBACKS", "ROUTES", "PERSONAS", "LLM_CACHE", "CHECKPOINT", "SNAPSHOTS", "TIES", "DECISIONS", "TEXT_FILES"}
+"""The constants of socialgym.rundir.layout that name a file (or folder of files) of one run."""
+RUN_PATHS = {"tie_path", "decision_path", "snapshot_path", "tie_files", "decision_files", "snapshot_files",
+             "stray_round_files"}
+"""layout's functions that give the paths of a run's per-round files."""
+READS = {"open", "read_text", "read_bytes", "load", "DictReader", "reader", "read_json", "read_jsonl", "read_csv",
+         "read_records", "load_tie_matrix", "load_decision_file", "connect"}
+"""Calls that open a file to read it (``open`` in a writing mode is a write). ``load_config`` is not one:
+config.yaml as a validated Config is the config layer's to read."""
+NOT_YET_THROUGH_RUN = {
+    # the writers: the recorder and the runner read back what they wrote (digests of the files a
+    # checkpoint records, the tail of a file cut back on resume, a policy's weights) ...
+    "socialgym/experiments/run/recorder.py",
+    "socialgym/experiments/run/runner.py",
+    "socialgym/experiments/run/checkpoint.py",       # ... and the digest of config.yaml a checkpoint records
+    # not yet migrated (issue 45): a fork copies the original's files and LLM cache
+    "socialgym/experiments/run/fork.py",
+}
+"""Modules outside socialgym/rundir/ that still open a run's files themselves. Shrink it: a module
+that reads through ``socialgym.rundir.Run`` comes off (the test says when one no longer needs it)."""
+
+
+def _layout_aliases(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(names bound to the layout module, run-file names imported from it) in a module."""
+    modules, names = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "socialgym.rundir":
+            modules |= {a.asname or a.name for a in node.names if a.name == "layout"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "socialgym.rundir.layout":
+            names |= {a.asname or a.name for a in node.names if a.name in RUN_FILES | RUN_PATHS}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname for a in node.names if a.name == "socialgym.rundir.layout" and a.asname}
+    return modules, names
+
+
+def _is_write(call: ast.Call, name: str) -> bool:
+    """``open(path, "w")``, ``path.open("a")``, ``open(path, mode="x")``: a write, not a read."""
+    args = call.args[1:] if name == "open" and isinstance(call.func, ast.Name) else call.args
+    modes = [*args[:1], *(k.value for k in call.keywords if k.arg == "mode")]
+    flags = {n.attr for m in modes for n in ast.walk(m) if isinstance(n, ast.Attribute)}     # os.open(path, os.O_...)
+    return name == "open" and (bool(flags & {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND"}) or any(
+        isinstance(m, ast.Constant) and set(str(m.value)) & set("wax") for m in modes))
+
+
+def _walk_scope(scope: ast.AST):
+    """The nodes of a function (nested functions included) or of a module's top level (functions left out)."""
+    todo = [scope]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo += [c for c in ast.iter_child_nodes(node)
+                 if not (isinstance(scope, ast.Module) and isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+
+
+def run_file_reads(trees: dict[Path, ast.AST] | None = None) -> dict[str, list[str]]:
+    """module -> the places (outside socialgym/rundir/) where a run's file is opened to be read: a
+    reading call (``READS``) on a path built from a run-file name of ``layout`` — directly, through a
+    name assigned from one (in the function or the module), or through a parameter of a function of
+    the same module that is handed one."""
+    found: dict[str, list[str]] = {}
+    for path, tree in (TREES if trees is None else trees).items():
+        if path.parent == PACKAGE / "rundir":
+            continue
+        modules, names = _layout_aliases(tree)
+        if not modules and not names:
+            continue
+        functions = {f.name: f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        tainted_params: dict[str, set[str]] = {}
+
+        def mentions(node: ast.AST, tainted: set[str]) -> bool:
+            """``node`` is the path of a run's file: a run-file name, a name given one, ``run / name``,
+            ``layout.tie_path(...)``, ``Path(...)``, ``.items()``, ``[k]`` or a tuple of such."""
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+                return node.attr in RUN_FILES | RUN_PATHS
+            if isinstance(node, ast.Name):
+                return node.id in names or node.id in tainted
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                return mentions(node.left, tainted) or mentions(node.right, tainted)
+            if isinstance(node, ast.JoinedStr):
+                return any(mentions(v.value, tainted) for v in node.values if isinstance(v, ast.FormattedValue))
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                return any(mentions(e, tainted) for e in node.elts)
+            if isinstance(node, ast.IfExp):
+                return mentions(node.body, tainted) or mentions(node.orelse, tainted)
+            if isinstance(node, (ast.Subscript, ast.Starred)):
+                return mentions(node.value, tainted)
+            if isinstance(node, ast.Call):
+                func = node.func
+                if mentions(func, tainted):          # layout.tie_files(run), an imported tie_path(...)
+                    return True
+                if (isinstance(func, ast.Name) and func.id == "Path") or (isinstance(func, ast.Attribute) and func.attr in {
+                        "with_suffix", "with_name", "joinpath", "resolve", "items", "values", "get", "glob", "iterdir"}):
+                    parts = [*node.args, *([func.value] if isinstance(func, ast.Attribute) else [])]
+                    return any(mentions(p, tainted) for p in parts)
+            return False
+
+        def scan(scope: ast.AST, tainted: set[str], hits: list[str]) -> set[str]:
+            nodes = list(_walk_scope(scope))
+            for _ in range(4):                   # names assigned from names assigned from a run file ...
+                for node in nodes:
+                    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value \
+                            is not None and mentions(node.value, tainted):
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        tainted |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    elif isinstance(node, (ast.For, ast.comprehension)) and mentions(node.iter, tainted):
+                        tainted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+                    elif isinstance(node, ast.withitem) and node.optional_vars is not None \
+                            and mentions(node.context_expr, tainted):
+                        tainted |= {n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)}
+            for node in nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                operands = [*node.args, *(k.value for k in node.keywords)]
+                if isinstance(func, ast.Attribute) and name in {"read_text", "read_bytes", "open"}:
+                    operands.append(func.value)
+                if name in READS and not _is_write(node, name) and any(mentions(o, tainted) for o in operands):
+                    hits.append(f"{node.lineno}: {ast.unparse(node)[:90]}")
+                elif name in functions:          # handing a run file to a function of the module
+                    params = [a.arg for a in functions[name].args.args]
+                    for i, arg in enumerate(node.args[:len(params)]):
+                        if mentions(arg, tainted):
+                            tainted_params.setdefault(name, set()).add(params[i])
+            return tainted
+
+        for _ in range(3):                       # parameters handed a run file, then their functions again
+            hits: list[str] = []
+            module_names = scan(tree, set(), [])
+            for function in functions.values():
+                scan(function, module_names | tainted_params.get(function.name, set()), hits)
+        if hits:
+            found[_rel(path)] = sorted(set(hits), key=lambda h: int(h.split(":")[0]))
+    return found
+
+
+def test_the_scan_finds_a_run_file_opened_outside_run():
+    def scan(source: str) -> list[str]:
+        return run_file_reads({PACKAGE / "x" / "m.py": ast.parse(source)}).get("socialgym/x/m.py", [])
+
+    head = "from socialgym.rundir import layout\n"
+    assert scan(head + "def f(run):\n    return json.loads((run / layout.SUMMARY).read_text())\n")
+    assert scan(head + "def f(run):\n    p = run / layout.EVENTS\n    q = p\n    return list(read_jsonl(q))\n")
+    assert scan(head + "def g(file):\n    return read_csv(file)\ndef f(run):\n    return g(run / layout.ROUNDS)\n")
+    assert scan(head + "def f(run):\n    for r, p in layout.tie_files(run).items():\n        np.load(p)\n")
+    assert scan("from socialgym.rundir.layout import ROUNDS\ndef f(run):\n    open(run / ROUNDS)\n")
+    assert not scan(head + "def f(run):\n    with open(run / layout.ROUNDS, 'a') as f:\n        f.write('x')\n")
+    assert not scan(head + "def f(run):\n    return (run / layout.REPORT).read_text(), (run / layout.EVENTS).is_file()\n")
+    assert not scan("def f(run):\n    return open(run / 'other.txt').read()\n")
+
+
+def test_run_files_are_read_only_through_run():
+    found = run_file_reads()
+    outside = {m: hits for m, hits in found.items() if m not in NOT_YET_THROUGH_RUN}
+    assert not outside, "modules that open a run's files themselves (read them through socialgym.rundir.Run):\n" \
+        + "\n".join(f"{m}:{h}" for m, hits in outside.items() for h in hits)
+    done = sorted(NOT_YET_THROUGH_RUN - set(found))
+    assert not done, f"these no longer open a run's files themselves: take them off NOT_YET_THROUGH_RUN: {done}"
 
 
 def test_runtime_params_defined_once():

@@ -7,13 +7,9 @@ behind (a missing or half-written file gives ``default``); writers are atomic.
 
 from __future__ import annotations
 
-import csv
-import math
 import re
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from socialgym.rundir import layout
 from socialgym.rundir.files import read_json, read_records, write_json
@@ -78,6 +74,10 @@ class RunDirError(RuntimeError):
     """A file of an output directory is malformed or points outside it; the message names it."""
 
 
+class RunFileError(RunDirError, ValueError):
+    """A file of a run directory is damaged (:class:`socialgym.rundir.run.Run`); the message names it."""
+
+
 _JOB_OUT = re.compile(r"runs/c\d+(-[A-Za-z0-9._=,+-]*)?/rep_\d+")
 _CONDITION_ID = re.compile(r"c\d+(-[A-Za-z0-9._=,+-]*)?")
 
@@ -112,16 +112,6 @@ def write_sweep(path: Path, manifest: dict) -> None:
 def read_rounds(run: Path) -> list[dict[str, str]]:
     """rounds.csv as dicts keyed by its header (raises OSError when it is missing)."""
     return read_records(Path(run) / layout.ROUNDS)
-
-
-def last_ties(run: Path):
-    """(round, W as CSR) of the run's latest tie matrix, or None without any; ValueError naming
-    the file when it cannot be read."""
-    found = layout.tie_files(Path(run))
-    if not found:
-        return None
-    number, path = max(found.items())
-    return number, load_tie_matrix(path)
 
 
 def load_tie_matrix(path: Path, n: int | None = None):
@@ -178,28 +168,3 @@ def load_tie_matrix(path: Path, n: int | None = None):
         raise bad("an index outside the matrix")
     make = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     return make((data, indices, indptr), shape=(rows, cols)).tocsr()
-
-
-def survey_means(run: Path) -> dict[str, tuple[str, dict[int, float], int]]:
-    """surveys.csv read back: ``"<survey>.<item>"`` -> (scale, {round: mean numeric answer}, number
-    of answers), over the agents that answered (status ok); free-text items and cells that are
-    no number are left out (the report, sweeps and ``compare`` read answers through this)."""
-    sums: dict[str, dict[int, list[float]]] = {}
-    scales: dict[str, str] = {}
-    path = Path(run) / layout.SURVEYS
-    if not path.is_file():
-        return {}
-    with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        for row in csv.DictReader(f):
-            try:
-                r, value = int(row.get("round") or ""), float(row.get("answer") or "")
-            except ValueError:
-                continue
-            if row.get("status") != "ok" or row.get("scale") == "text" or not math.isfinite(value):
-                continue
-            key = f"{row.get('survey')}.{row.get('item')}"
-            scales[key] = str(row.get("scale"))
-            sums.setdefault(key, {}).setdefault(r, []).append(value)
-    return {k: (scales[k], {r: float(np.mean(v)) for r, v in by_round.items()}, sum(map(len, by_round.values())))
-            for k, by_round in sums.items()}
-

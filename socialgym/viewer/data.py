@@ -3,8 +3,9 @@
 ``load_run(run_dir)`` reads what the experiment runner wrote (see
 ``socialgym/experiments/run/recorder.py``): ``summary.json``, ``run.json``, ``config.yaml``,
 ``personas.json``, ``rounds.csv``, ``network.csv``, ``events.jsonl``, ``transcripts.jsonl`` and
-``ties/round_<NNNN>.npz``. Whatever is missing or unreadable becomes a line of ``data["notices"]``
-(a killed run, transcripts or events not logged, a damaged line): the page says what it lacks.
+``ties/round_<NNNN>.npz``, through :class:`socialgym.rundir.Run`. Whatever is missing or unreadable
+becomes a line of ``data["notices"]`` (a killed run, transcripts or events not logged, a damaged
+line): the page says what it lacks.
 A directory that is no run raises :class:`ViewerError` with a one-line message.
 
 Big numeric columns are stored as little-endian binary arrays in base64 (``{"dtype": "<i4",
@@ -17,7 +18,6 @@ as the float32 values of the ``.npz`` files, tie updates and sentiments as the f
 from __future__ import annotations
 
 import base64
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 
 from socialgym.config import MAX_ROUNDS, REWARD_NAMES
-from socialgym.rundir.files import finite_number, read_csv, read_json, read_jsonl, to_float, to_int64
+from socialgym.rundir.files import finite_number, read_json, to_float, to_int64
 from socialgym.rundir.layout import COUNT_COLUMNS, REWARD_COLUMNS
 from socialgym.platform.actions import CONTENT_TYPES
-from socialgym.rundir import is_sweep, layout
-from socialgym.rundir.runs import load_tie_matrix
+from socialgym.rundir import Run, is_sweep, layout
 
 FORMAT = "socialgym-viewer/1"
 THETA = 0.1                   # specification §4: W_ud >= theta, default 0.1 (socialgym.metrics.network_metrics)
@@ -148,16 +147,17 @@ def load_run(run_dir: str | Path) -> dict:
                           f"runs up to a few thousand agents x tens of rounds; use {layout.REPORT} and the files "
                           "themselves")
     notices: list[str] = []
-    summary = _read_summary(path, notices)
-    config_text, config = _read_config(path, notices)
+    run = Run(path)
+    summary = _read_summary(run, notices)
+    config_text, config = _read_config(run, notices)
     logging_cfg = config.get("logging") if isinstance(config.get("logging"), dict) else {}
-    rounds_cols = _read_rounds(path / layout.ROUNDS, notices)
+    rounds_cols = _read_rounds(run, notices)
     agents = _Agents(_agent_names(summary, rounds_cols))
     n_named = len(agents.names)
-    events = _read_events(path, agents, notices, logging_cfg)
-    transcripts = _read_transcripts(path, agents, notices, logging_cfg)
-    ties_files = {r: file for r, file in layout.tie_files(path).items() if r >= 1}
-    stray = [p.relative_to(path).as_posix() for p in layout.stray_round_files(path) if p.parent.name == layout.TIES]
+    events = _read_events(run, agents, notices, logging_cfg)
+    transcripts = _read_transcripts(run, agents, notices, logging_cfg)
+    ties_files = [r for r in run.tie_rounds if r >= 1]
+    stray = [name for name in run.stray if name.startswith(f"{layout.TIES}/")]
     if stray:
         notices.append(f"Tie files whose name is no round's were left out: {', '.join(stray[:5])}"
                        f"{' ...' if len(stray) > 5 else ''}.")
@@ -168,9 +168,10 @@ def load_run(run_dir: str | Path) -> dict:
         notices.append("No round was completed yet: nothing to replay.")
     table = _agent_table(summary, rounds_cols, agents, n_named, T, notices)
     n = len(agents.names)
-    personas = read_json_noting(path / layout.PERSONAS, notices)
-    personas = {str(k): v for k, v in personas.items() if isinstance(v, dict)} if isinstance(personas, dict) else {}
-    ties, tie_layout = _read_ties(path, n, T, ties_files, notices, logging_cfg)
+    personas = {str(k): v for k, v in (run.personas or {}).items() if isinstance(v, dict)}
+    if layout.PERSONAS in run.damaged:
+        notices.append(f"{layout.PERSONAS} could not be read; what it holds is not shown.")
+    ties, tie_layout = _read_ties(run, n, T, ties_files, notices, logging_cfg)
     return {
         "format": FORMAT, "kind": "feed", "title": path.resolve().name, "path": str(path.resolve()),
         "report": (path / layout.REPORT).is_file(), "status": summary.get("status"), "rounds_completed": done,
@@ -184,17 +185,18 @@ def load_run(run_dir: str | Path) -> dict:
         "rewards": {"columns": list(REWARD_COLUMNS), "values": encode(table["rewards"].ravel(), "<f8")},
         "counts": {"columns": list(COUNT_COLUMNS), "values": encode(table["counts"].ravel(), "<i4")},
         "items": events["items"], "votes": events["votes"], "tie_events": events["ties"], "ties": ties,
-        "layout": tie_layout, "network": _read_network(path / layout.NETWORK), "theta": THETA,
+        "layout": tie_layout, "network": _read_network(run), "theta": THETA,
         "transcripts": transcripts, "has_events": events["present"], "interventions": events["interventions"],
         "has_transcripts": transcripts["present"], "config_text": config_text, "notices": notices,
     }
 
 
-def _read_summary(path: Path, notices: list[str]) -> dict:
+def _read_summary(run: Run, notices: list[str]) -> dict:
     """summary.json ({} without one), with a notice for a run that did not finish or had problems."""
-    summary = read_json_noting(path / layout.SUMMARY, notices)
-    summary = summary if isinstance(summary, dict) else {}
-    if not (path / layout.SUMMARY).is_file():
+    summary = run.summary or {}
+    if layout.SUMMARY in run.damaged:
+        notices.append(f"{layout.SUMMARY} could not be read; what it holds is not shown.")
+    if layout.SUMMARY in run.missing:
         notices.append(f"No {layout.SUMMARY}: the run's status and settings are unknown.")
     status = summary.get("status")
     done, planned = _int(summary.get("rounds_completed")), _int(summary.get("max_rounds"))
@@ -205,7 +207,7 @@ def _read_summary(path: Path, notices: list[str]) -> dict:
                           "`--budget KEY=VALUE` on the resume command raises it"}.get(str(status), "it did not complete")
         text = (f"The run did not finish: {layout.SUMMARY} says status \"{status}\" after "
                 f"{done if done is not None else '?'} of {planned if planned is not None else '?'} rounds "
-                f"({what}). The rounds on disk are shown; `socialgym resume {path}` continues it.")
+                f"({what}). The rounds on disk are shown; `socialgym resume {run.path}` continues it.")
         if summary.get("error"):
             text += f" Error: {summary.get('error')}"
         notices.append(text)
@@ -282,33 +284,24 @@ def check_run_dir(path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ config, rounds.csv
-def _read_config(path: Path, notices: list[str]) -> tuple[str | None, dict]:
-    file = path / layout.CONFIG
-    if not file.is_file():
+def _read_config(run: Run, notices: list[str]) -> tuple[str | None, dict]:
+    text, config = run.config_text, run.config
+    if text is None:
         return None, {}
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None, {}
-    try:
-        import yaml
-        config = yaml.safe_load(text)
-    except Exception:                      # noqa: BLE001 - any YAML problem: show the text only
+    if layout.CONFIG in run.damaged and text.strip():       # an empty file is no settings, not damage
         notices.append(f"{layout.CONFIG} could not be parsed; settings from it (λ of groups, logging) are not used.")
-        config = None
     if len(text) > MAX_CONFIG_CHARS:
         text = text[:MAX_CONFIG_CHARS] + "\n… (cut)"
-    return text, config if isinstance(config, dict) else {}
+    return text, config
 
 
-def _read_rounds(file: Path, notices: list[str]) -> dict[str, list[str]] | None:
-    if not file.is_file():
+def _read_rounds(run: Run, notices: list[str]) -> dict[str, list[str]] | None:
+    header, rows = run.table(layout.ROUNDS)
+    if layout.ROUNDS in run.missing:
         notices.append(f"No {layout.ROUNDS}: rewards and action counts per round are not available.")
         return None
-    try:
-        header, rows = read_csv(file, errors="replace")
-    except (OSError, csv.Error) as exc:
-        notices.append(f"{layout.ROUNDS} could not be read ({type(exc).__name__}): rewards are not shown.")
+    if layout.ROUNDS in run.damaged:
+        notices.append(f"{run.notice(layout.ROUNDS)}: rewards are not shown.")
         return None
     if not header:
         return None                           # empty: killed before its first round was written
@@ -387,12 +380,12 @@ def _lambdas(personas: dict, config: dict, names: list[str], groups: list[str]) 
 
 
 # ------------------------------------------------------------------------------ events.jsonl
-def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: dict) -> dict:
-    file = path / layout.EVENTS
+def _read_events(run: Run, agents: _Agents, notices: list[str], logging_cfg: dict) -> dict:
     empty = {"present": False, "rounds": [], "topics": [], "interventions": [],
              "items": _items_table([], [], agents),
              "votes": _votes_table([]), "ties": _ties_table([])}
-    if not file.is_file():
+    lines = run.events
+    if layout.EVENTS in run.missing:
         if logging_cfg.get("events") is False:
             notices.append(f"No {layout.EVENTS} (logging.events: false): no posts, comments, DMs, votes or tie updates "
                            "to show; rewards and tie matrices only.")
@@ -401,44 +394,43 @@ def _read_events(path: Path, agents: _Agents, notices: list[str], logging_cfg: d
         return empty
     items, votes, ties, interventions = [], [], [], []
     bad, other, unlinked = 0, 0, 0
-    try:
-        for e, _ in read_jsonl(file):
-            if e is None:
+    for e in lines:
+        if e is None:
+            bad += 1
+            continue
+        kind, r = e.get("kind"), _round(e.get("round"))
+        if r is None:
+            bad += 1
+            continue
+        if kind in CONTENT_TYPES:
+            cid = _item_id(e.get("id"))
+            if cid is None or not isinstance(e.get("sender"), str):
                 bad += 1
                 continue
-            kind, r = e.get("kind"), _round(e.get("round"))
-            if r is None:
+            if kind == "COM" and _item_id(e.get("target_id")) is None:
+                unlinked += 1
+            items.append((r, kind, e))
+        elif kind == "VOTE":
+            cid, value = _item_id(e.get("id")), _int(e.get("value"))
+            if cid is None or value is None or not isinstance(e.get("sender"), str):
                 bad += 1
                 continue
-            if kind in CONTENT_TYPES:
-                cid = _item_id(e.get("id"))
-                if cid is None or not isinstance(e.get("sender"), str):
-                    bad += 1
-                    continue
-                if kind == "COM" and _item_id(e.get("target_id")) is None:
-                    unlinked += 1
-                items.append((r, kind, e))
-            elif kind == "VOTE":
-                cid, value = _item_id(e.get("id")), _int(e.get("value"))
-                if cid is None or value is None or not isinstance(e.get("sender"), str):
-                    bad += 1
-                    continue
-                votes.append((r, e["sender"], cid, e.get("recipient"), value))
-            elif kind == "TIE":
-                nums = [to_float(e.get(k), None) for k in ("before", "after", "evidence")]
-                if not isinstance(e.get("src"), str) or not isinstance(e.get("dst"), str) or None in nums:
-                    bad += 1
-                    continue
-                ties.append((r, e["src"], e["dst"], *nums))
-            elif kind == "INTERVENTION":          # a scheduled intervention: marked on the round axis
-                interventions.append([r, str(e.get("intervention", ""))])
-                if e.get("intervention") == "post" and _item_id(e.get("id")) is not None \
-                        and isinstance(e.get("author"), str):   # an injected post: a POST of its round
-                    items.append((r, "POST", {**e, "sender": e["author"], "kind": "POST"}))
-            else:
-                other += 1
-    except OSError as exc:
-        notices.append(f"{layout.EVENTS} could not be read to the end ({type(exc).__name__}).")
+            votes.append((r, e["sender"], cid, e.get("recipient"), value))
+        elif kind == "TIE":
+            nums = [to_float(e.get(k), None) for k in ("before", "after", "evidence")]
+            if not isinstance(e.get("src"), str) or not isinstance(e.get("dst"), str) or None in nums:
+                bad += 1
+                continue
+            ties.append((r, e["src"], e["dst"], *nums))
+        elif kind == "INTERVENTION":          # a scheduled intervention: marked on the round axis
+            interventions.append([r, str(e.get("intervention", ""))])
+            if e.get("intervention") == "post" and _item_id(e.get("id")) is not None \
+                    and isinstance(e.get("author"), str):   # an injected post: a POST of its round
+                items.append((r, "POST", {**e, "sender": e["author"], "kind": "POST"}))
+        else:
+            other += 1
+    if layout.EVENTS in run.damaged:
+        notices.append(f"{run.notice(layout.EVENTS)}.")
     if bad:
         notices.append(f"{layout.EVENTS}: {plural(bad, 'line')} could not be read (not JSON, or missing fields) and "
                        "were skipped.")
@@ -513,14 +505,14 @@ def _ties_table(ties: list, agents: _Agents | None = None) -> dict:
 
 
 # ------------------------------------------------------------------------------ transcripts.jsonl
-def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_cfg: dict) -> dict:
+def _read_transcripts(run: Run, agents: _Agents, notices: list[str], logging_cfg: dict) -> dict:
     """Per agent, every LLM request: [round, purpose, cached, system prompt index, [[role, line ids], ...]
     (the messages after the system prompt), reply]. Prompts repeat most of their lines (instructions,
     the user list, the persona), so every distinct line is stored once in ``lines`` and a message is
     the list of its line numbers (joined with newlines again on the page); system prompts likewise."""
-    file = path / layout.TRANSCRIPTS
+    records = run.lines(layout.TRANSCRIPTS)
     out: dict[str, Any] = {"present": False, "lines": [], "system": [], "entries": {}, "clipped": False}
-    if not file.is_file():
+    if layout.TRANSCRIPTS in run.missing:
         why = ("logging.transcripts: false" if logging_cfg.get("transcripts") is False
                else "logging.transcripts: false, or no LLM agents")
         notices.append(f"No {layout.TRANSCRIPTS} ({why}): the feeds the agents were shown, their plans, vote replies "
@@ -530,30 +522,29 @@ def _read_transcripts(path: Path, agents: _Agents, notices: list[str], logging_c
     systems: dict[str, int] = {}
     bad = 0
     rows: list[tuple[str, list]] = []
-    try:
-        for e, _ in read_jsonl(file):
-            if e is None or not isinstance(e.get("messages"), list):
-                bad += 1
+    for e in records:
+        if e is None or not isinstance(e.get("messages"), list):
+            bad += 1
+            continue
+        agent = e.get("agent")
+        agent = str(agent) if agent is not None else "(none)"
+        r = _round(e.get("round"))
+        sys_k, rest = -1, []
+        for msg in e["messages"]:
+            if not isinstance(msg, dict):
                 continue
-            agent = e.get("agent")
-            agent = str(agent) if agent is not None else "(none)"
-            r = _round(e.get("round"))
-            sys_k, rest = -1, []
-            for msg in e["messages"]:
-                if not isinstance(msg, dict):
-                    continue
-                role, content = str(msg.get("role", "")), msg.get("content")
-                content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-                if role == "system" and sys_k < 0:
-                    sys_k = systems.setdefault(content, len(systems))
-                else:
-                    rest.append([role, content])
-            reply = e.get("reply")
-            reply = reply if isinstance(reply, str) else "" if reply is None else json.dumps(reply, ensure_ascii=False)
-            rows.append((agent, [r if r is not None else -1, str(e.get("purpose", "")), bool(e.get("cached")),
-                                 sys_k, rest, reply]))
-    except OSError as exc:
-        notices.append(f"{layout.TRANSCRIPTS} could not be read to the end ({type(exc).__name__}).")
+            role, content = str(msg.get("role", "")), msg.get("content")
+            content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            if role == "system" and sys_k < 0:
+                sys_k = systems.setdefault(content, len(systems))
+            else:
+                rest.append([role, content])
+        reply = e.get("reply")
+        reply = reply if isinstance(reply, str) else "" if reply is None else json.dumps(reply, ensure_ascii=False)
+        rows.append((agent, [r if r is not None else -1, str(e.get("purpose", "")), bool(e.get("cached")),
+                             sys_k, rest, reply]))
+    if layout.TRANSCRIPTS in run.damaged:
+        notices.append(f"{run.notice(layout.TRANSCRIPTS)}.")
     if bad:
         notices.append(f"{layout.TRANSCRIPTS}: {plural(bad, 'line')} could not be read and were skipped.")
     system_texts = list(systems)
@@ -592,7 +583,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 # ------------------------------------------------------------------------------ ties, layout, network
-def _read_ties(path: Path, n: int, T: int, files: dict[int, Path], notices: list[str],
+def _read_ties(run: Run, n: int, T: int, files: list[int], notices: list[str],
                logging_cfg: dict) -> tuple[dict, dict]:
     """Per round the CSR arrays of W (float32, as stored), and node positions from a spring
     layout of the union over rounds of W_ud = (W + W^T)/2."""
@@ -601,13 +592,9 @@ def _read_ties(path: Path, n: int, T: int, files: dict[int, Path], notices: list
     rounds: dict[str, dict] = {}
     union = sp.csr_matrix((n, n), dtype=np.float64)
     unreadable, wrong = [], []
-    for r in range(1, T + 1):
-        file = files.get(r)
-        if file is None:
-            continue
-        try:
-            W = load_tie_matrix(file)
-        except ValueError:                  # a truncated, foreign or damaged file (never handed to scipy)
+    for r in (r for r in files if r <= T):
+        W = run.ties(r)
+        if W is None:                       # a truncated, foreign or damaged file (never handed to scipy)
             unreadable.append(r)
             continue
         if W.shape != (n, n):
@@ -620,7 +607,8 @@ def _read_ties(path: Path, n: int, T: int, files: dict[int, Path], notices: list
                           "data": encode(W.data, "<f4")}
         W64 = W.astype(np.float64)
         union = union.maximum((W64 + W64.T) * 0.5)
-    missing = [r for r in range(1, T + 1) if r not in files]
+    have = set(files)
+    missing = [r for r in range(1, T + 1) if r not in have]
     if T and len(missing) == T:
         why = " (logging.ties: false)" if logging_cfg.get("ties") is False else ""
         notices.append(f"No tie matrices ({layout.TIES}/round_*.npz){why}: the tie graph and the agents' strongest ties are "
@@ -665,15 +653,10 @@ def _layout(union, n: int) -> dict:
             "method": method}
 
 
-def _read_network(file: Path) -> dict:
+def _read_network(run: Run) -> dict:
     """network.csv's n_edges and density per round (computed by the run at theta = 0.1)."""
     out: dict[str, list] = {"round": [], "n_edges": [], "density": []}
-    if not file.is_file():
-        return out
-    try:
-        header, rows = read_csv(file, errors="replace")
-    except (OSError, csv.Error):
-        return out
+    header, rows = run.table(layout.NETWORK)
     for row in rows:
         if len(row) != len(header):
             continue

@@ -18,7 +18,6 @@ metrics, the first round at which the two differ and the difference in the last 
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Sequence
@@ -26,8 +25,8 @@ from typing import Sequence
 import numpy as np
 
 from socialgym.config import REWARD_NAMES
-from socialgym.rundir.files import atomic_write, read_csv, to_float, write_csv
-from socialgym.rundir import RunDirError, read_run_info, read_summary, survey_means
+from socialgym.rundir.files import atomic_write, to_float, write_csv
+from socialgym.rundir import Run
 from socialgym.experiments.analysis.statistics import mean_ci
 from socialgym.experiments.errors import RunError
 from socialgym.rundir import layout, writer_lock
@@ -42,13 +41,13 @@ def replicates(path: str | Path) -> dict[int, Path]:
     """{replicate index: run directory} of one side: a run, or a folder of replicate runs."""
     path = Path(path)
     if (path / layout.RUN_INFO).is_file():
-        return {int((read_run_info(path) or {}).get("replicate", 0)): path}
+        return {int((Run(path).info or {}).get("replicate", 0)): path}
     runs = sorted(p for p in path.glob("rep_*") if (p / layout.RUN_INFO).is_file())
     if not runs:
         raise RunError(f"{path} is neither a run directory (no {layout.RUN_INFO}) nor a folder of replicate runs (rep_*)")
     out = {}
     for run in runs:
-        k = int((read_run_info(run) or {}).get("replicate", 0))
+        k = int((Run(run).info or {}).get("replicate", 0))
         if k in out:
             raise RunError(f"{path}: two runs claim replicate {k} ({out[k].name}, {run.name})")
         out[k] = run
@@ -65,12 +64,12 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None) -> dict
         raise RunError(f"no replicate of {a} has a partner in {b} (replicates {sorted(side_a)} vs {sorted(side_b)})")
     warnings = []
     for k in pairs:
-        sa = (read_run_info(side_a[k]) or {}).get("seed")
-        sb = (read_run_info(side_b[k]) or {}).get("seed")
+        sa = (Run(side_a[k]).info or {}).get("seed")
+        sb = (Run(side_b[k]).info or {}).get("seed")
         if sa != sb:
             warnings.append(f"replicate {k}: the runs have different seeds ({sa}, {sb}): the pair shares no draws")
         for side in (side_a[k], side_b[k]):
-            status = (read_summary(side) or {}).get("status")
+            status = (Run(side).summary or {}).get("status")
             if status != "complete":
                 warnings.append(f"{side} is not complete ({status}): its missing rounds are left out")
     left = sorted(set(side_a) ^ set(side_b))
@@ -134,57 +133,54 @@ def _summary(a: Path, b: Path, pairs: Sequence[int], rows: list, first: dict, wa
     return "\n".join(lines) + "\n"
 
 
-def run_metrics(run: Path) -> dict[str, dict[int, float]]:
+def run_metrics(path: Path) -> dict[str, dict[int, float]]:
     """{metric: {round: value}}: rounds.csv's rewards averaged over agents, network.csv's
     numeric columns as they are, and (surveys.csv) ``survey:<survey>.<item>``: the mean numeric
-    answer of the agents that answered."""
+    answer of the agents that answered. A file changed or damaged: RunFileError naming it."""
+    run = Run(path)
     metrics: dict[str, dict[int, float]] = {}
-    header, rows = _read_table(run / layout.ROUNDS)
+    header, rows = _read_table(run, layout.ROUNDS)
     columns = [c for c in REWARD_METRICS if c in header]
     sums: dict[int, list] = {}
     for line, row in enumerate(rows, 2):
         record = dict(zip(header, row))
-        acc = sums.setdefault(_round_of(record, run / layout.ROUNDS, line), [np.zeros(len(columns)), 0])
+        acc = sums.setdefault(_round_of(record, run, layout.ROUNDS, line), [np.zeros(len(columns)), 0])
         acc[0] += [to_float(record[c]) for c in columns]
         acc[1] += 1
     for r, (total, count) in sums.items():
         for c, v in zip(columns, total / count):
             metrics.setdefault(c, {})[r] = float(v)
-    header, rows = _read_table(run / layout.NETWORK)
+    header, rows = _read_table(run, layout.NETWORK)
     records = [dict(zip(header, row)) for row in rows]
     for column in header:
         cells = [rec.get(column, "") for rec in records]
         if column == "round" or column in metrics or not all(_numeric(c) for c in cells):
             continue                             # the key, or a text column
-        metrics[column] = {_round_of(rec, run / layout.NETWORK, line): to_float(c)
+        metrics[column] = {_round_of(rec, run, layout.NETWORK, line): to_float(c)
                            for line, (rec, c) in enumerate(zip(records, cells), 2)}
-    for key, (_, by_round, _) in survey_means(run).items():
+    for key, (_, by_round, _) in run.survey_means().items():
         metrics[f"survey:{key}"] = by_round
     return metrics
 
 
-def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
-    """A run's CSV file, every row as long as its header; a :class:`RunDirError` naming the file
-    (and the row) when it cannot be read as the recorder wrote it."""
-    try:
-        header, rows = read_csv(path)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise RunDirError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}): the file was changed "
-                          "or damaged") from None
+def _read_table(run: Run, name: str) -> tuple[list[str], list[list[str]]]:
+    """A run's CSV file, every row as long as its header, else the file is damaged."""
+    header, rows = run.table(name)
+    run.check(name)
     for line, row in enumerate(rows, 2):
         if len(row) != len(header):
-            raise RunDirError(f"{path}: row {line} has {len(row)} cells for the {len(header)} columns: the file was "
-                              "changed or damaged")
+            raise run.damage(name, f"row {line} has {len(row)} cells for the {len(header)} columns: the file was "
+                                   "changed or damaged")
     return header, rows
 
 
-def _round_of(record: dict, path: Path, line: int) -> int:
-    """The row's round, or a :class:`RunDirError` naming the file and the line (a changed file)."""
+def _round_of(record: dict, run: Run, name: str, line: int) -> int:
+    """The row's round, else the file is damaged (the error names the file and the line)."""
     try:
         return int(record["round"])
     except (KeyError, TypeError, ValueError):
-        raise RunDirError(f"{path}: row {line} has no round number ({str(record.get('round'))[:40]!r}): the file "
-                          "was changed or damaged") from None
+        raise run.damage(name, f"row {line} has no round number ({str(record.get('round'))[:40]!r}): the file "
+                               "was changed or damaged") from None
 
 
 def _numeric(text: str) -> bool:

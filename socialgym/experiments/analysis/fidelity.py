@@ -29,9 +29,8 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.envs.feed.encoding import FIELDS, ActionLayout
 from socialgym.platform.actions import ACTION_TYPES, TONES
-from socialgym.rundir.decisions import read_decisions
+from socialgym.rundir import Run, layout
 from socialgym.rundir.files import to_float
-from socialgym.rundir.runs import last_ties, read_rounds
 
 VOTES = ("dislike", "no vote", "like")
 
@@ -54,7 +53,10 @@ def _shares(counts: dict) -> dict:
 def decision_counts(run: Path, agents: Iterable[int]) -> dict[str, Counter]:
     """Targets, tones and votes of ``agents`` (indices) from a run's decision logs."""
     wanted = set(int(a) for a in agents)
-    decisions, _ = read_decisions([run])
+    run = Run(run)
+    found = run.decisions()
+    run.require(layout.DECISIONS)
+    decisions, _ = found
     out = {"target": Counter(), "tone": Counter(), "vote": Counter()}
     act = decisions.get("act")
     if act is not None:
@@ -94,12 +96,16 @@ def decision_counts(run: Path, agents: Iterable[int]) -> dict[str, Counter]:
 
 def round_rows(run: Path, agents: Iterable[int]) -> list[dict]:
     names = {f"agent_{int(a)}" for a in agents}
-    return [r for r in read_rounds(run) if r.get("agent") in names]
+    run = Run(run)
+    run.require(layout.ROUNDS)
+    return [r for r in run.rounds if r.get("agent") in names]
 
 
 def tie_stats(run: Path, agents: Iterable[int]) -> dict:
     """Out-degree and out-strength of ``agents`` in the last tie matrix, and their returned share."""
-    last = last_ties(run)
+    run = Run(run)
+    last = run.last_ties()
+    run.check(layout.TIES)
     if last is None:
         return {}
     W = last[1]

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from socialgym.platform.actions import ACTION_TYPES
-from socialgym.rundir import layout
-from socialgym.rundir.files import read_csv, read_json, read_jsonl, to_int64
-from socialgym.rundir.runs import last_ties
+from socialgym.rundir import Run, layout
+from socialgym.rundir.files import to_int64
 
 CONTENT_KINDS = ("POST", "COM", "DM")
 OUT_OF_RANGE = "events whose id, target_id or round is not an integer in 0..2**63-1"
@@ -73,39 +72,39 @@ class RunData:
 
 def load_run_data(run_dir: str | Path) -> RunData:
     """Read one run directory. Raises FileNotFoundError when it is no run directory (no
-    ``rounds.csv`` and no ``events.jsonl``) and ValueError for a file socialgym did not write."""
+    ``rounds.csv`` and no ``events.jsonl``) and ValueError (``RunFileError``) for a file socialgym
+    did not write."""
     path = Path(run_dir)
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is not a directory")
-    rounds_path, events_path = path / layout.ROUNDS, path / layout.EVENTS
-    if not rounds_path.is_file() and not events_path.is_file():
+    run = Run(path)
+    if not run.table(layout.ROUNDS)[0] and not run.events and {layout.ROUNDS, layout.EVENTS} <= set(run.missing):
         raise FileNotFoundError(f"{path} is not a run directory: it has neither {layout.ROUNDS} nor {layout.EVENTS}")
-    missing: list[str] = [f"{p.relative_to(path)} names no round (left out)" for p in layout.stray_round_files(path)]
-    agents, active, active_rounds = _read_rounds(rounds_path, missing, _summary_agents(path))
+    run.check(layout.ROUNDS, layout.EVENTS)
+    missing: list[str] = [f"{name} names no round (left out)" for name in run.stray]
+    summary_agents = (run.summary or {}).get("agents")
+    order = [str(a) for a in summary_agents] if isinstance(summary_agents, list) and summary_agents else None
+    agents, active, active_rounds = _read_rounds(run, missing, order)
     index = {a: i for i, a in enumerate(agents)}
-    columns = _read_events(events_path, index, agents, missing)
+    columns = _read_events(run, index, agents, missing)
     data = RunData(path=path, agents=agents, active=active, active_rounds=active_rounds, missing=missing, **columns)
-    data.ties = _last_ties(path, len(agents), missing)
+    found = run.last_ties(len(agents) or None)
+    run.check(layout.TIES)
+    data.ties = None if found is None else found[1]
+    missing += [f"no {name}" for name in (layout.TIES,) if name in run.missing]
     return data
 
 
-def _summary_agents(path: Path) -> list[str] | None:
-    """The agents in the env's order (the tie matrix's rows), from summary.json; None without it."""
-    summary = read_json(path / layout.SUMMARY, None, errors="ignore")
-    agents = summary.get("agents") if isinstance(summary, dict) else None
-    return [str(a) for a in agents] if isinstance(agents, list) and agents else None
-
-
-def _read_rounds(path: Path, missing: list[str], order: list[str] | None
+def _read_rounds(run: Run, missing: list[str], order: list[str] | None
                  ) -> tuple[list[str], np.ndarray | None, np.ndarray]:
-    if not path.is_file():
+    if layout.ROUNDS in run.missing:
         missing.append(f"no {layout.ROUNDS}")
         return [], None, np.zeros(0, np.int64)
-    header, rows = read_csv(path, errors="replace")
+    header, rows = run.table(layout.ROUNDS)
     need = ("round", "agent", *ACTIVE_COLUMNS)
     absent = [c for c in need if c not in header]
     if absent:
-        raise ValueError(f"{path} lacks the column(s) {', '.join(absent)}: not a {layout.ROUNDS} socialgym wrote")
+        raise run.damage(layout.ROUNDS, f"lacks the column(s) {', '.join(absent)}: not a {layout.ROUNDS} socialgym wrote")
     col = {c: header.index(c) for c in need}
     rows = [r for r in rows if len(r) >= len(header)]
     seen = {r[col["agent"]] for r in rows}
@@ -128,14 +127,14 @@ def _read_rounds(path: Path, missing: list[str], order: list[str] | None
     return agents, active, np.asarray(rounds, np.int64)
 
 
-def _read_events(path: Path, index: dict[str, int], agents: list[str], missing: list[str]) -> dict:
+def _read_events(run: Run, index: dict[str, int], agents: list[str], missing: list[str]) -> dict:
     rows: list[tuple] = []
     votes: list[tuple[int, int]] = []
     uncounted: dict[str, int] = {}
-    if not path.is_file():
+    if layout.EVENTS in run.missing:
         missing.append(f"no {layout.EVENTS}")
     else:
-        for event, _ in read_jsonl(path):
+        for event in run.events:
             if event is None:
                 continue
             kind = event.get("kind")
@@ -174,17 +173,6 @@ def _agent(value: Any, index: dict[str, int], agents: list[str]) -> int:
         index[name] = len(agents)
         agents.append(name)
     return index[name]
-
-
-def _last_ties(path: Path, n_agents: int, missing: list[str]):
-    found = last_ties(path)
-    if found is None:
-        missing.append(f"no {layout.TIES}")
-        return None
-    W = found[1]
-    if W.ndim != 2 or W.shape[0] != W.shape[1] or (n_agents and W.shape[0] != n_agents):
-        raise ValueError(f"{layout.tie_path(path, found[0])} has shape {W.shape}, expected ({n_agents}, {n_agents}) for this run's agents")
-    return W
 
 
 def _agent_order(name: str) -> tuple:

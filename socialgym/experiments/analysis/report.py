@@ -1,6 +1,6 @@
 """PNG plots and a self-contained HTML report of one run directory.
 
-``build_report(run_dir)`` reads the files the experiment runner writes (``rounds.csv``,
+``build_report(run_dir)`` reads (through ``socialgym.rundir.Run``) the files the runner writes (``rounds.csv``,
 ``network.csv``, ``summary.json``, and, when present, ``config.yaml``, ``ties/round_*.npz`` and
 ``events.jsonl``), draws ``plots/*.png`` and writes ``report.html``. The HTML inlines the PNGs as
 ``data:`` URIs and its CSS, and its Content-Security-Policy forbids every other resource, so the
@@ -14,7 +14,6 @@ functions that need them, so importing this module stays light. Figures come fro
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import json
 import os
@@ -24,13 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from socialgym.rundir.files import atomic_write, own_dir, read_csv, read_jsonl, to_float
+from socialgym.rundir.files import atomic_write, own_dir, to_float
 from socialgym.experiments.analysis.plotting import figure, save
 from socialgym.experiments.analysis.realism import realism_html
 from socialgym.experiments.analysis.tiers import tiers_html
-from socialgym.rundir import layout, read_run_info, survey_means
+from socialgym.rundir import Run, layout
 from socialgym.rundir.layout import REWARD_COLUMNS
-from socialgym.rundir.runs import load_tie_matrix
 
 # network.png panels; the cocoon metrics are NaN until a feed was shown, so they are drawn only
 # when they hold at least one number
@@ -76,9 +74,13 @@ class _LoadedRun:
     ties: Any = None                             # scipy CSR of the last ties/round_*.npz
     ties_round: int | None = None
     ties_note: str = ""                          # why there is no tie matrix, if there is none
+    info: dict = field(default_factory=dict)     # run.json
+    personas: dict = field(default_factory=dict)
+    surveys: dict = field(default_factory=dict)  # Run.survey_means()
     events: dict[str, int] | None = None         # events.jsonl: count per kind
     interventions: list = field(default_factory=list)    # events.jsonl: (round, kind) per intervention
     agent_groups: dict[str, str] = field(default_factory=dict)
+    damaged: list[str] = field(default_factory=list)     # Run.damaged: what could not be read, in words
 
     def column(self, name: str) -> np.ndarray:
         """A rounds.csv column as floats (NaN for empty or non-numeric cells)."""
@@ -93,17 +95,14 @@ class _LoadedRun:
         return sorted({g for g in self.agent_groups.values() if g})
 
 
-def _read_csv(path: Path) -> dict[str, list[str]]:
-    """Columns of a CSV file (header order kept); short rows (a line being written) are padded."""
-    try:
-        header, rows = read_csv(path)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"{path} is not a CSV file socialgym wrote ({type(exc).__name__})") from None
+def _columns(table: tuple[list[str], list[list[str]]]) -> dict[str, list[str]]:
+    """Columns of a CSV file (header order kept; a repeated name keeps its first column); short
+    rows (a line being written) are padded."""
+    header, rows = table
     rows = [row + [""] * (len(header) - len(row)) for row in rows]
-    columns: dict[str, list[str]] = {name: [] for name in header}
+    columns: dict[str, list[str]] = {}
     for j, name in enumerate(header):
-        if not columns[name]:                    # a repeated column name keeps its first column
-            columns[name] = [row[j] for row in rows]
+        columns.setdefault(name, [row[j] for row in rows])
     return columns
 
 
@@ -113,66 +112,34 @@ def _floats(cells: list[str]) -> np.ndarray:
     return out
 
 
-def _read_events(path: Path, interventions: list | None = None) -> dict[str, int]:
-    """Number of events per kind; unreadable lines are counted under "(unreadable)". The applied
-    interventions are appended to ``interventions`` as (round, kind)."""
-    counts: dict[str, int] = {}
-    for event, _ in read_jsonl(path):
-        kind = "(unreadable)" if event is None else str(event.get("kind", "(no kind)"))
-        counts[kind] = counts.get(kind, 0) + 1
-        if kind == "INTERVENTION" and interventions is not None and isinstance(event.get("round"), int):
-            interventions.append((event["round"], str(event.get("intervention", ""))))
-    return counts
-
-
-def _load_last_ties(run: _LoadedRun) -> None:
-    """Attach the tie matrix of the latest round (largest number in ties/round_*.npz)."""
-    files = layout.tie_files(run.path)
-    if not files:
-        run.ties_note = f"no tie matrices ({layout.TIES}/round_*.npz) in the run directory"
-        return
-    number, path = max(files.items())
-    try:
-        W = load_tie_matrix(path)
-    except ValueError as exc:                    # a truncated, foreign or damaged file: say so in the plot
-        run.ties_note = str(exc).replace(str(path), f"{layout.TIES}/{path.name}")
-        return
-    run.ties, run.ties_round = W, number
-
-
 def _load(run_dir: str | os.PathLike) -> _LoadedRun:
-    path = Path(run_dir)
-    for required in (layout.ROUNDS, layout.SUMMARY):
-        if not (path / required).is_file():
-            raise FileNotFoundError(f"{required} not found in run directory {path}")
-    try:
-        summary = json.loads((path / layout.SUMMARY).read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{path / layout.SUMMARY} is not valid JSON: {exc}") from exc
-    if not isinstance(summary, dict):
-        raise ValueError(f"{path / layout.SUMMARY} must hold a JSON object")
-
-    network_path, config_path, events_path = (path / layout.NETWORK, path / layout.CONFIG,
-                                              path / layout.EVENTS)
-    interventions: list = []
-    run = _LoadedRun(
-        path=path,
-        summary=summary,
-        rounds=_read_csv(path / layout.ROUNDS),
-        network=_read_csv(network_path) if network_path.is_file() else None,
-        config_text=(config_path.read_text(encoding="utf-8", errors="replace")
-                     if config_path.is_file() else None),
-        events=_read_events(events_path, interventions) if events_path.is_file() else None,
-        interventions=interventions,
-    )
-    groups = summary.get("groups")
+    run = Run(run_dir)
+    run.require(layout.ROUNDS, layout.SUMMARY)
+    network = _columns(run.table(layout.NETWORK))
+    loaded = _LoadedRun(path=run.path, summary=run.summary, rounds=_columns(run.table(layout.ROUNDS)),
+                        network=None if layout.NETWORK in run.missing else network, config_text=run.config_text,
+                        info=run.info or {}, personas=run.personas or {}, surveys=run.survey_means())
+    if layout.EVENTS not in run.missing:         # events per kind; unreadable lines as "(unreadable)"
+        loaded.events = {}
+        for event in run.events:
+            kind = "(unreadable)" if event is None else str(event.get("kind", "(no kind)"))
+            loaded.events[kind] = loaded.events.get(kind, 0) + 1
+            if kind == "INTERVENTION" and isinstance(event.get("round"), int):
+                loaded.interventions.append((event["round"], str(event.get("intervention", ""))))
+    groups = run.summary.get("groups")
     if isinstance(groups, dict):
-        run.agent_groups = {str(a): "" if g is None else str(g) for a, g in groups.items()}
-    for agent, group in zip(run.rounds.get("agent", []), run.rounds.get("group", [])):
+        loaded.agent_groups = {str(a): "" if g is None else str(g) for a, g in groups.items()}
+    for agent, group in zip(loaded.rounds.get("agent", []), loaded.rounds.get("group", [])):
         if group:
-            run.agent_groups[agent] = group
-    _load_last_ties(run)
-    return run
+            loaded.agent_groups[agent] = group
+    found = run.last_ties()                      # a damaged file: said in the plot
+    if found is None:
+        loaded.ties_note = (run.notice(layout.TIES)
+                            or f"no tie matrices ({layout.TIES}/round_*.npz) in the run directory")
+    else:
+        loaded.ties_round, loaded.ties = found
+    loaded.damaged = [run.notice(name) for name in run.damaged]
+    return loaded
 
 
 # --------------------------------------------------------------------------- numbers
@@ -497,9 +464,9 @@ def _table(rows: list[tuple[Any, Any]], header: tuple[str, str] | None = None) -
 
 
 def _problems(run: _LoadedRun) -> list:
-    """summary.json's ``problems`` (e.g. too many LLM fallbacks); [] when absent or malformed."""
+    """summary.json's ``problems`` (e.g. too many LLM fallbacks) and the files that could not be read."""
     problems = run.summary.get("problems")
-    return problems if isinstance(problems, list) else []
+    return (problems if isinstance(problems, list) else []) + run.damaged
 
 
 def _summary_rows(run: _LoadedRun) -> list[tuple[str, Any]]:
@@ -544,16 +511,15 @@ def _summary_rows(run: _LoadedRun) -> list[tuple[str, Any]]:
                      or "none"))
     if run.interventions:        # dotted lines in the per-round plots
         rows.append(("interventions", ", ".join(f"round {r}: {k}" for r, k in run.interventions)))
-    fork = _fork_info(run.path)
+    fork = _fork_info(run.info)
     if fork:
         rows.append(("forked from", fork))
     return rows
 
 
-def _fork_info(path: Path) -> str:
+def _fork_info(info: dict) -> str:
     """run.json's ``fork`` record, in words (empty for a run that is no fork)."""
-    meta = read_run_info(path)
-    fork = meta.get("fork") if isinstance(meta, dict) else None
+    fork = info.get("fork")
     if not isinstance(fork, dict):
         return ""
     changes = fork.get("changes") or []
@@ -610,7 +576,7 @@ def _html(run: _LoadedRun, figures: list[tuple[Path, str]]) -> str:
                      "</figcaption></figure>")
     parts.append(tiers_html(run.path))
     parts.append(realism_html([run.path]))
-    personas = _personas_table(run.path / layout.PERSONAS)
+    personas = _personas_table(run.personas)
     if personas:
         parts += ["<h2>Personas</h2>", personas]
     parts.append("<h2>Configuration</h2>")
@@ -622,13 +588,9 @@ def _html(run: _LoadedRun, figures: list[tuple[Path, str]]) -> str:
     return "\n".join(parts)
 
 
-def _personas_table(path: Path) -> str:
+def _personas_table(personas: dict) -> str:
     """Who each agent is, with the intended Big Five and, after a survey, the measured ones."""
-    try:
-        personas = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    if not isinstance(personas, dict) or not personas:
+    if not personas:
         return ""
 
     def five(scores) -> str:
@@ -658,7 +620,8 @@ def build_report(run_dir: str | os.PathLike) -> Path:
     Plots: rewards.png, network.png, degree.png, ties_graph.png always (with a note inside when
     their data is missing); learning_curves.png only when the run has both coached and
     uncoached agents, rewards_by_group.png only when agents have group labels.
-    Raises FileNotFoundError when rounds.csv or summary.json is missing. Returns the path of
+    Raises FileNotFoundError when rounds.csv or summary.json is missing, RunFileError (a ValueError)
+    when one is damaged; other damaged files are listed as problems. Returns the path of
     report.html.
     """
     run = _load(run_dir)
@@ -687,7 +650,7 @@ def build_report(run_dir: str | os.PathLike) -> Path:
         figures.append((plots / "rewards_by_group.png", "mean reward per round of each group "
                         "of agents, one panel per component."))
 
-    surveys = survey_means(run.path)
+    surveys = run.surveys
     if surveys:
         _plot_surveys(run, plots / "surveys.png", surveys)
         figures.append((plots / "surveys.png", "mean numeric answer per survey item and round, over the agents "

@@ -18,8 +18,8 @@ import numpy as np
 from socialgym.config import REWARD_NAMES
 from socialgym.experiments.define.schema import TIERS, tier_of
 from socialgym.platform.actions import ACTION_TYPES
+from socialgym.rundir import Run, layout
 from socialgym.rundir.files import to_float
-from socialgym.rundir.runs import last_ties, read_rounds
 
 ACTIVE_TYPES = tuple(t for t in ACTION_TYPES if t != "NOT")
 ROWS = (("agents", "agents"), ("total", "mean total reward"),
@@ -31,16 +31,19 @@ ROWS = (("agents", "agents"), ("total", "mean total reward"),
 
 
 def tier_table(run: str | Path) -> list[dict]:
-    """One dict per tier present in the run (in ``TIERS`` order), keys as in ``ROWS`` plus ``tier``."""
-    run = Path(run)
-    rows = read_rounds(run)
+    """One dict per tier present in the run (in ``TIERS`` order), keys as in ``ROWS`` plus ``tier``.
+    FileNotFoundError without rounds.csv; RunFileError for it or a last tie file damaged."""
+    run = Run(run)
+    run.require(layout.ROUNDS)
+    rows = run.rounds
     agent_tier: dict[str, str] = {}
     by_tier: dict[str, list[dict]] = {}
     for r in rows:
         tier = tier_of(r.get("policy", ""))
         agent_tier[r["agent"]] = tier
         by_tier.setdefault(tier, []).append(r)
-    last = last_ties(run)
+    last = run.last_ties()
+    run.check(layout.TIES)
     W = last[1] if last is not None else None
     out = []
     for tier in (t for t in TIERS if t in by_tier):

@@ -155,10 +155,10 @@ def replay(run: Path, model: Path, out: Path, progress: bool = False) -> dict:
 def persona_lambdas(run: Path) -> list | None:
     """The reward weights a run took from its personas (``personas.json``), agent by agent."""
     from socialgym.agents.persona import Persona, lambdas_matrix
-    from socialgym.rundir.files import read_json
+    from socialgym.rundir import Run
 
-    personas = read_json(run / layout.PERSONAS, None)
-    if not isinstance(personas, dict) or not personas:
+    personas = Run(run).personas
+    if not personas:
         return None
     order = sorted(personas, key=lambda a: int(str(a).rpartition("_")[2]))
     return lambdas_matrix([Persona(**personas[a]) for a in order]).tolist()

@@ -55,7 +55,7 @@ from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_ya
                                           thaw, to_dict, with_values)
 from socialgym.experiments.errors import RunError
 from socialgym.experiments.run.runner import resume_experiment, run_experiment
-from socialgym.rundir import (is_sweep, kind_of, layout, read_run_info, read_summary, read_sweep, status, was_started,
+from socialgym.rundir import (Run, is_sweep, kind_of, layout, read_sweep, was_started,
                               write_sweep, writes)
 from socialgym.rundir.files import atomic_write, own_dir, write_csv
 
@@ -218,7 +218,7 @@ def _execute(cfg: ExperimentConfig, out: Path, todo: list[Job], progress: bool |
             if len(failed) < len(todo) else ""
         raise RunError(f"{len(failed)} of {len(todo)} sweep jobs failed: {lines}; {rest}"
                        f"fix the cause and run `socialgym resume {out}`")
-    problems = [f"{j.name}: {p}" for j in todo for p in (read_summary(out / j.out) or {})
+    problems = [f"{j.name}: {p}" for j in todo for p in (Run(out / j.out).summary or {})
                 .get("problems", [])]
     return {"jobs": len(todo), "ran": len(pending), "skipped": skipped, "failed": [], "aggregate": str(path),
             "problems": problems}
@@ -314,7 +314,7 @@ def run_job(job: Job, root: str, options: dict | None = None) -> dict:
         if isinstance(exc, KeyboardInterrupt):
             raise
         return _result(job, time.perf_counter() - t0, exc)
-    return _result(job, time.perf_counter() - t0, None, (read_summary(path) or {}).get("status"))
+    return _result(job, time.perf_counter() - t0, None, (Run(path).summary or {}).get("status"))
 
 
 def _result(job: Job, seconds: float, exc: BaseException | None, status: str | None = None) -> dict:
@@ -335,7 +335,8 @@ def verified_complete(root: Path, job: Job, todo: list[Job], options: dict | Non
     path = Path(root) / job.out
     if not _complete(path):
         return False
-    summary, info = read_summary(path) or {}, read_run_info(path) or {}
+    run = Run(path)
+    summary, info = run.summary or {}, run.info or {}
     max_rounds = int(job.config.env.get("max_rounds", FeedConfig.max_rounds))
     problems = []
     if summary.get("rounds_completed") != max_rounds:
@@ -370,7 +371,7 @@ def _expected_config(job: Job, todo: list[Job]) -> ExperimentConfig:
 
 
 def _complete(path: Path) -> bool:
-    return status(path) == "complete"
+    return (Run(path).summary or {}).get("status") == "complete"
 
 
 # ---------------------------------------------------------------------------------- aggregate
@@ -419,7 +420,7 @@ def _index(out: Path, manifest: dict) -> None:
     rows = []
     for job in manifest.get("jobs", []):
         run = out / job["out"]
-        status = (read_summary(run) or {}).get("status", "not started")
+        status = (Run(run).summary or {}).get("status", "not started")
         links = " ".join(f'<a href="{html.escape(job["out"])}/{name}">{label}</a>'
                          for name, label in ((layout.REPORT, "report"), (layout.VIEWER, "viewer"))
                          if (run / name).is_file())

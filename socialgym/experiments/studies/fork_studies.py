@@ -40,7 +40,7 @@ from socialgym.rundir.files import atomic_write, finite_json, own_dir, write_csv
 from socialgym.experiments.define.schedule import rounds_of
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.run.sweep import SWEEP_FILE
-from socialgym.rundir import layout, read_sweep, status
+from socialgym.rundir import Run, layout, read_sweep
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def analyze(out: str | Path, study: str) -> dict:
     runs: dict[int, dict[int, dict]] = {}          # condition index -> replicate -> metrics
     for job in manifest["jobs"]:
         path = out / job["out"]
-        if status(path) != "complete":
+        if (Run(path).summary or {}).get("status") != "complete":
             raise RunError(f"{path} is not complete: resume the study (socialgym study {study} --out {out})")
         runs.setdefault(conditions.index(job["condition_id"]), {})[job["replicate"]] = run_metrics(path)
     interventions = [list(job["condition"].get("interventions") or []) for job in

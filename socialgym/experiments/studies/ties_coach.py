@@ -35,12 +35,11 @@ from socialgym.experiments.define import ConfigError, load_config
 from socialgym.experiments.run.runner import RunError
 from socialgym.experiments.studies import fork_studies as fork_study
 from socialgym.rundir.files import atomic_write, own_dir, read_json, write_csv
-from socialgym.rundir.runs import load_tie_matrix
 from socialgym.experiments.studies.fork_studies import FORK_STUDIES
 from socialgym.experiments.analysis.statistics import mean_ci
 from socialgym.experiments.analysis.realism import conditions_html
 from socialgym.experiments.run.sweep import resume_sweep, run_sweep
-from socialgym.rundir import is_sweep, kind_of, layout, read_rounds, read_sweep, writes
+from socialgym.rundir import Run, is_sweep, kind_of, layout, read_sweep, writes
 
 STUDIES = {"ties-coach": {"small": "ties-coach-small.yaml", "paper": "ties-coach.yaml"},
            # intervention studies as forks (socialgym.experiments.studies.fork_studies)
@@ -160,8 +159,7 @@ def _runs(out: Path) -> list[dict]:
     runs = []
     for job in manifest["jobs"]:
         path = out / job["out"]
-        summary = path / layout.SUMMARY
-        if not summary.is_file() or json.loads(summary.read_text()).get("status") != "complete":
+        if (Run(path).summary or {}).get("status") != "complete":
             raise RunError(f"{path} is not complete: resume the study (socialgym study ... --out {out})")
         cond = job["condition"]
         runs.append({"path": path, "coach": bool(cond.get("policy.coach")), "llm_ties": bool(cond.get("llm.tie_scorer")),
@@ -171,7 +169,9 @@ def _runs(out: Path) -> list[dict]:
 
 def _task_curves(path: Path) -> dict[str, np.ndarray]:
     """Per task group (named after its reward), the group's mean task reward per round."""
-    rows = read_rounds(path)
+    run = Run(path)
+    run.require(layout.ROUNDS)
+    rows = run.rounds
     rounds = sorted({int(r["round"]) for r in rows})
     curves = {}
     for task in REWARD_NAMES:
@@ -182,17 +182,16 @@ def _task_curves(path: Path) -> dict[str, np.ndarray]:
 
 
 def _final_ties(path: Path):
-    files = sorted((path / "ties").glob("round_*.npz"))
-    if not files:
-        raise RunError(f"{path} has no ties/round_*.npz (logging.ties must be on)")
-    try:
-        return load_tie_matrix(files[-1])
-    except ValueError as exc:
-        raise RunError(str(exc)) from None
+    run = Run(path)
+    found = run.last_ties()
+    run.check(layout.TIES)
+    if found is None:
+        raise RunError(f"{path} has no {layout.TIES}/round_*.npz (logging.ties must be on)")
+    return found[1]
 
 
 def _groups(path: Path) -> list[str]:
-    summary = json.loads((path / layout.SUMMARY).read_text())
+    summary = Run(path).summary
     return [summary.get("groups", {}).get(a, "") for a in summary["agents"]]
 
 
@@ -234,8 +233,8 @@ def analyze(out: str | Path) -> dict:
 def _stance_homophily(path: Path) -> float | None:
     from socialgym.metrics import network_metrics
 
-    personas = read_json(path / layout.PERSONAS) or {}
-    summary = json.loads((path / layout.SUMMARY).read_text())
+    run = Run(path)
+    personas, summary = run.personas or {}, run.summary
     stances = [(personas.get(a) or {}).get("stance") for a in summary["agents"]]
     if None in stances or len(set(stances)) < 2:
         return None
