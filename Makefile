@@ -123,9 +123,9 @@ bench-llm: install wordlist
 	$(BIN)/python benchmarks/bench_llm.py
 	$(BIN)/python benchmarks/bench_demo_text.py
 
-## cocoon: the information-cocoon experiment (plots and results.json in runs/cocoon)
+## cocoon: the information-cocoon experiment (a run directory per run; plots and results.json in runs/cocoon)
 cocoon: install
-	$(BIN)/python -m socialgym.experiments.studies.cocoon --out runs/cocoon
+	$(BIN)/socialgym study cocoon --out runs/cocoon
 
 ## moderation: the six LLM moderation strategies in synthetic discussions (embedded model; runs/moderation)
 moderation: install

@@ -13,7 +13,8 @@ each summary from a run's output directory:
 - ``moderation.json``: the facilitators' strategy comparison (``socialgym moderation``: discussions.jsonl),
   with a no-troll arm for the troll claim;
 - ``recagent.json``, ``agentsociety.json``: the scripted-user studies
-  (``python -m socialgym.experiments.studies.recagent`` / ``.agentsociety``);
+  (``socialgym study recagent``: results.json beside its run directories /
+  ``python -m socialgym.experiments.studies.agentsociety``: summary.json);
 - ``soc_strategy.json``: recagent's Soc-Strategy as a fork on the social recommender (``socialgym study soc-strategy``);
 - ``rerun.json``: what ``--rerun`` took, on which machine.
 
@@ -110,7 +111,7 @@ def moderation_summary(out: Path, no_trolls: Path | None) -> dict:
         discussions += [dict(d, strategy="trolls") for d in discussions if d["strategy"] == "no_moderator"]
         discussions += _discussions(no_trolls, "no_trolls")
     per_strategy = len([d for d in discussions if d["strategy"] == "no_moderator"])
-    model = config.get("model") or "the embedded SmolLM2-135M"
+    model = (config.get("llm") or {}).get("model") or config.get("model") or "the embedded SmolLM2-135M"
     return finite_json({"study": "moderation", "model": model,
                     "command": "socialgym moderation --out DIR (and --trolls 0 --strategies no_moderator)",
                     "design": {"agents": config.get("users"), "rounds": config.get("max_turns"),
@@ -143,14 +144,15 @@ def rerun(root: Path) -> dict:
     """Run the scripted studies afresh into ``root`` and rewrite their summaries."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     times = {}
-    for name, module in (("recagent", "socialgym.experiments.studies.recagent"),
-                         ("agentsociety", "socialgym.experiments.studies.agentsociety")):
+    for name, command, result in (
+            ("recagent", ["-m", "socialgym.cli", "study", "recagent"], "results.json"),
+            ("agentsociety", ["-m", "socialgym.experiments.studies.agentsociety"], "summary.json")):
         out = root / name
         shutil.rmtree(out, ignore_errors=True)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", module, "--out", str(out)], check=True, env=env)
+        subprocess.run([sys.executable, *command, "--out", str(out)], check=True, env=env)
         times[name] = round(time.perf_counter() - start, 1)
-        save(name, json.loads((out / "summary.json").read_text()))
+        save(name, json.loads((out / result).read_text()))
     from socialgym.experiments.studies.ties_coach import run_study
 
     out = root / "soc-strategy"
@@ -215,6 +217,7 @@ def main() -> None:
     parser.add_argument("--moderation", help="a finished `socialgym moderation` directory")
     parser.add_argument("--moderation-no-trolls", help="the same with --trolls 0 --strategies no_moderator")
     parser.add_argument("--soc-strategy", help="a finished `socialgym study soc-strategy` directory")
+    parser.add_argument("--recagent", help="a finished `socialgym study recagent` directory")
     args = parser.parse_args()
     if args.core:
         print(f"written {save('core', core_summary(Path(args.core)))}")
@@ -223,6 +226,8 @@ def main() -> None:
         print(f"written {save('moderation', moderation_summary(Path(args.moderation), no_trolls))}")
     if args.soc_strategy:
         print(f"written {save('soc_strategy', soc_strategy_summary(Path(args.soc_strategy)))}")
+    if args.recagent:
+        print(f"written {save('recagent', json.loads((Path(args.recagent) / 'results.json').read_text()))}")
     if args.rerun:
         record = rerun(Path(args.runs))
         print(f"scripted studies rerun in {record['total_seconds']:.0f} s: {record['seconds']}")

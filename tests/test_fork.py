@@ -393,9 +393,9 @@ def test_compare_sweep_skips_a_condition_without_runs(tmp_path):
 
 
 def test_a_missing_api_key_names_the_variable(tmp_path, monkeypatch):
-    from socialgym.experiments.run.runner import open_run_client
+    from socialgym.experiments.run.runner import open_llm_client
 
     monkeypatch.delenv("MY_KEY", raising=False)
     cfg = load_config({**BASE, "llm": {"base_url": "https://example.invalid/v1", "model": "m", "api_key_env": "MY_KEY"}})
     with pytest.raises(RunError, match="set the environment variable MY_KEY"):
-        open_run_client(cfg, 0, tmp_path / "log", None)
+        open_llm_client(cfg.llm, 0, tmp_path / "log", None)

@@ -9,8 +9,9 @@ import pytest
 from capabilities import need_module
 
 from socialgym.baselines.topic_users import TopicUsers
-from socialgym.experiments.studies.cocoon import different_interest_friends
 from socialgym.experiments.studies.recagent import regular_friends
+from socialgym.platform.population import favourite_topics
+from socialgym.ties import different_interest_ties
 
 torch = need_module("torch")
 
@@ -18,16 +19,16 @@ torch = need_module("torch")
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("recagent")
-    subprocess.run([sys.executable, "-m", "socialgym.experiments.studies.recagent", "--out", str(out), "--quick"],
-                   check=True, capture_output=True, timeout=120)
-    return json.loads((out / "summary.json").read_text()), out
+    subprocess.run([sys.executable, "-m", "socialgym.cli", "study", "recagent", "--out", str(out), "--quick"],
+                   check=True, capture_output=True, timeout=240)
+    return json.loads((out / "results.json").read_text()), out
 
 
 @pytest.mark.slow
 def test_summary_structure(quick):
     summary, out = quick
     assert summary["study"] == "recagent" and summary["population"] == "scripted users"
-    assert summary["command"] == "python -m socialgym.experiments.studies.recagent --out DIR"
+    assert summary["command"] == "socialgym study recagent --out DIR"
     assert isinstance(summary["wall_seconds"], float)
     design = summary["design"]
     for key, kind in (("agents", int), ("rounds", int), ("runs", int), ("items_per_list", int),
@@ -48,6 +49,8 @@ def test_summary_structure(quick):
             assert len(values) == design["runs"] and all(isinstance(v, float) and np.isfinite(v) for v in values)
     assert all(isinstance(n, str) and "\n" not in n for n in summary["notes"]) and summary["notes"]
     assert (out / "curves.json").is_file()
+    # one run directory per condition and replicate: 10 conditions x 2 replicates
+    assert len(list((out / "runs").glob("*/rep_*/summary.json"))) == 20
 
 
 @pytest.mark.slow
@@ -80,8 +83,9 @@ def test_multi_interest_preferences():
 
 def test_friends_and_influence():
     pref = TopicUsers.make_preferences(30, 8, rng=0, interests_per_agent=3, interest_decay=1.0)
-    src, dst = different_interest_friends(pref, 2, np.random.default_rng(0))
     fav = pref > pref.min(axis=1, keepdims=True) + 1e-12
+    assert (favourite_topics(pref, 30) == fav).all() and (fav.sum(axis=1) == 3).all()   # all three equal favourites
+    src, dst = different_interest_ties(favourite_topics(pref, 30), 2, np.random.default_rng(0))
     assert not (fav[src] & fav[dst]).any()                   # friends share no favourite
     assert set(zip(src.tolist(), dst.tolist())) == set(zip(dst.tolist(), src.tolist()))
     assert (np.bincount(src, minlength=30) >= 2).all()

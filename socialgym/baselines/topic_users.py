@@ -113,10 +113,10 @@ class TopicUsers:
                  n_agents: int | None = None, concentration: float = 0.8, p_post: float = 0.3,
                  base: float = 0.05, gain: float = 0.6, tie_gain: float = 0.3,
                  dislike_prob: float = 0.2, supportive_threshold: float = 0.5,
-                 agent_ids: Any = None) -> None:
+                 agent_ids: Any = None, interest_decay: float = 0.5) -> None:
         TopicUsers.check_params(preferences=preferences, n_topics=n_topics, seed=seed,
                                 interests_per_agent=interests_per_agent, n_agents=n_agents,
-                                concentration=concentration, p_post=p_post, base=base, gain=gain,
+                                concentration=concentration, interest_decay=interest_decay, p_post=p_post, base=base, gain=gain,
                                 tie_gain=tie_gain, dislike_prob=dislike_prob,
                                 supportive_threshold=supportive_threshold)
         self.rng = np.random.default_rng(seed)
@@ -133,7 +133,7 @@ class TopicUsers:
                                  "(n_agents=, layout=, or TopicUsers.for_env(env, ...))")
             preferences = self.make_preferences(expected_rows, n_topics, self.rng,
                                                 interests_per_agent=interests_per_agent,
-                                                concentration=concentration)
+                                                concentration=concentration, interest_decay=interest_decay)
         pref = _check_preferences(preferences, expected_rows, n_topics)
         if layout is not None and pref.shape[1] > layout.max_topics:
             raise ValueError(f"preferences have {pref.shape[1]} topic columns but the env's numeric topic "
@@ -157,8 +157,8 @@ class TopicUsers:
         for a bad value. ``seed``: None or an integer >= 0; ``p_post``, ``dislike_prob``:
         probabilities; ``base``, ``gain``, ``tie_gain``, ``supportive_threshold``: finite numbers;
         ``n_topics``, ``n_agents``: None or positive integers; and where the preferences are drawn
-        or come from labels (no ``preferences`` given) ``interests_per_agent`` a positive integer
-        and ``concentration`` in (0, 1]. ``preferences``, ``layout`` and ``agent_ids`` are data,
+        or come from labels (no ``preferences`` given) ``interests_per_agent`` a positive integer,
+        ``concentration`` and ``interest_decay`` in (0, 1]. ``preferences``, ``layout`` and ``agent_ids`` are data,
         checked by the constructor."""
         inspect.signature(TopicUsers).bind_partial(**params)
         if "seed" in params:
@@ -177,6 +177,9 @@ class TopicUsers:
                 _positive_int("interests_per_agent", params["interests_per_agent"])
             if "concentration" in params:
                 _concentration(params["concentration"])
+            decay = params.get("interest_decay", 0.5)
+            if not _finite(decay) or not 0 < decay <= 1:
+                raise ParamError("interest_decay", f"interest_decay must lie in (0, 1], got {show(decay)}")
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod

@@ -30,6 +30,19 @@ def main_interests(interests: Any, n_agents: int) -> np.ndarray:
     raise ValueError("agent_interests must be an (n_agents, n_topics) matrix or n_agents labels")
 
 
+def favourite_topics(interests: Any, n_agents: int) -> np.ndarray:
+    """An ``(n_agents, K)`` boolean matrix of each agent's favourite topics: from a preference
+    matrix, every topic liked as much as the agent's top one (so a multi-interest user with equal
+    favourites has all of them); from labels, the one label (K = the number of distinct labels)."""
+    arr = np.asarray(interests, dtype=object if not _numeric(interests) else None)
+    if arr.ndim == 2:
+        main_interests(interests, n_agents)             # the shape and value checks
+        values = arr.astype(np.float64)
+        return values >= values.max(axis=1, keepdims=True) - 1e-12
+    codes = main_interests(interests, n_agents)
+    return np.eye(int(codes.max(initial=0)) + 1, dtype=bool)[codes]
+
+
 def seed_graph_pairs(matrix: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The off-diagonal non-zero entries of an n x n tie matrix (dense or sparse) as sorted pair
     keys ``src * n + dst`` and their weights, which must lie in [0, 1]."""
@@ -55,4 +68,4 @@ def _numeric(values: Any) -> bool:
         return False
 
 
-__all__ = ["main_interests", "seed_graph_pairs"]
+__all__ = ["favourite_topics", "main_interests", "seed_graph_pairs"]

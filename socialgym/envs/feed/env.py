@@ -31,13 +31,14 @@ from socialgym.envs.feed.parsing import (
 from socialgym.envs.feed.spaces import feed_observation_space
 from socialgym.platform.actions import DM, RoundActions, RoundBatch, RoundTranscript
 from socialgym.platform.content import ContentStore
+from socialgym.platform.population import favourite_topics
 from socialgym.platform.topics import TopicVocabulary, topic_problem
 from socialgym.platform.validation import NotResetError, check_memory, check_seed
 from socialgym.recommenders import EMPTY, FeedRequest, apply_reranking, make_recommender
 from socialgym.recommenders.registry import check_reranking
 from socialgym.rewards import RewardParams, compose, reward_components
 from socialgym.sentiment import make_scorer
-from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_interest_ties, main_interests
+from socialgym.ties import TieDynamics, make_tie_scorer, TieUpdate, different_interest_ties
 
 
 @dataclass
@@ -150,8 +151,7 @@ class FeedEnv(AtomicSteps, FeedInterventions, FeedMeasures, ParallelEnv):
                                 b_rec=cfg.b_rec, eps=cfg.eps, scorer=self.tie_scorer,
                                 prune_below=cfg.tie_prune_below, seed_graph=cfg.seed_graph)
         if cfg.soc_strategy:
-            labels = main_interests(cfg.agent_interests, n)
-            src, dst = different_interest_ties(labels, cfg.soc_strategy, self.rng)
+            src, dst = different_interest_ties(favourite_topics(cfg.agent_interests, n), cfg.soc_strategy, self.rng)
             self.add_ties(src, dst, cfg.soc_strategy_weight)
         self.recommender.reset()
         self._shown_history: deque = deque(maxlen=cfg.exposure_window)   # act-phase feeds

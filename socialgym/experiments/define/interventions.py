@@ -7,6 +7,7 @@ In a config, ``interventions:`` is a list of mappings (docs/experiments.md)::
       - {kind: rerank, at_round: 8, rerank: [{kind: diversity}]}     # [] switches re-ranking off
       - {kind: param, at_round: 3, name: half_life, value: 2.0}
       - {kind: add_ties, at_round: 20, soc_strategy: 2}                # recagent's Soc-Strategy
+      - {kind: add_ties, at_round: 20, soc_strategy: 1, influence: 0.25}   # ... and tastes follow friends
       - {kind: add_ties, at_round: 4, pairs: [[agent_0, agent_1]], weight: 0.5}
       - {kind: remove_ties, at_round: 6, target: trolls}               # every tie from or to them
       - {kind: post, at_round: 5, author: agent_0, topic: vaccines, text: "A correction: ..."}
@@ -33,7 +34,7 @@ KINDS = {
     "recommender": (("recommender",), ("params", "rerank")),
     "rerank": (("rerank",), ()),
     "param": (("name", "value"), ()),
-    "add_ties": ((), ("pairs", "soc_strategy", "weight", "target")),
+    "add_ties": ((), ("pairs", "soc_strategy", "weight", "target", "influence")),
     "remove_ties": ((), ("pairs", "target")),
     "post": (("author", "topic"), ("text", "sentiment")),
     "lambdas": (("lambdas",), ("target",)),
@@ -135,6 +136,9 @@ def _check_ties(spec: dict, where: str, agents: list[str], interests: bool) -> N
         weight = spec.get("weight", 0.5)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1:
             raise InterventionError(f"{where}.weight must be a number in (0, 1], got {_show(weight)}")
+        influence = spec.get("influence", 0.0)     # scripted tastes pulled toward the new friends'
+        if isinstance(influence, bool) or not isinstance(influence, (int, float)) or not 0 <= influence <= 10:
+            raise InterventionError(f"{where}.influence must be a number in [0, 10], got {_show(influence)}")
 
 
 def _check_post(spec: dict, where: str, agents: list[str], interests: bool) -> None:

@@ -340,7 +340,7 @@ def from_dict(raw: Mapping) -> ExperimentConfig:
         raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}] (non-negative), got {show(seed)}")
     env = _env(raw.get("env", {}))
     policy = _policy(raw.get("policy", {}))
-    llm = _llm(raw["llm"]) if raw.get("llm") is not None else None
+    llm = llm_section(raw["llm"]) if raw.get("llm") is not None else None
     logging = _logging(raw.get("logging", {}))
     run = _section("run", RunConfig, raw.get("run", {}))
     personas = raw.get("personas")
@@ -394,7 +394,8 @@ def _interventions(cfg: ExperimentConfig, raw: Any) -> tuple:
     try:
         specs = check_interventions(raw, max_rounds=int(cfg.env.get("max_rounds", FeedConfig.max_rounds)),
                                     agents=agents, groups=groups,
-                                    agent_interests=cfg.env.get("agent_interests") is not None,
+                                    agent_interests=cfg.env.get("agent_interests") is not None
+                                    or any(g.kind == "topic_users" for g in cfg.policy_groups()),   # drawn
                                     llm_agents=llm_agents)
     except InterventionError as exc:
         raise ConfigError(str(exc)) from None
@@ -600,9 +601,10 @@ def _policy(raw: Any) -> PolicyConfig:
     return dataclasses.replace(policy, groups=tuple(groups))
 
 
-def _llm(raw: Any) -> LLMConfig:
-    """The llm section: its plain fields, then ``budget`` and ``prices`` (checked by
-    ``socialgym.llm.budget``) and ``endpoints`` (each an :class:`EndpointConfig`)."""
+def llm_section(raw: Any) -> LLMConfig:
+    """The llm section (a config's, or a study's own: ``socialgym moderation``) from a mapping: its
+    plain fields, then ``budget`` and ``prices`` (checked by ``socialgym.llm.budget``) and
+    ``endpoints`` (each an :class:`EndpointConfig`); a ConfigError names a bad key."""
     from socialgym.llm.budget import Budget, BudgetError, check_prices
 
     if not isinstance(raw, Mapping):

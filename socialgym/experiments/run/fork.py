@@ -127,7 +127,7 @@ def interview_run(src: str | Path, agent: str, question: str, *, round: int | No
     ``src`` is written."""
     import tempfile
 
-    from socialgym.experiments.run.runner import open_run_client
+    from socialgym.experiments.run.runner import open_llm_client
     from socialgym.experiments.run.surveys import interview, is_llm_agent
 
     src = Path(src)
@@ -143,7 +143,7 @@ def interview_run(src: str | Path, agent: str, question: str, *, round: int | No
     except ConfigError as exc:
         raise RunError(f"interview: the snapshot's config: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="socialgym-interview-") as tmp, \
-            open_run_client(cfg, int(_run_meta(src).get("seed", cfg.seed)), Path(tmp) / "llm_server.log",
+            open_llm_client(cfg.llm, int(_run_meta(src).get("seed", cfg.seed)), Path(tmp) / "llm_server.log",
                             None) as client:
         try:
             record = interview(policy, agent, question, client, round=int(state["round"]), scale=scale)

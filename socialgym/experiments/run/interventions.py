@@ -30,10 +30,13 @@ def target_indices(env, target: Any, groups: Mapping[str, Sequence[str]] | None 
     return np.array([env.possible_agents.index(a) for a in ids], np.int64)
 
 
-def apply_intervention(env, spec: Mapping, groups: Mapping[str, Sequence[str]] | None = None) -> dict:
+def apply_intervention(env, spec: Mapping, groups: Mapping[str, Sequence[str]] | None = None,
+                       policy=None) -> dict:
     """Apply one intervention to ``env`` between rounds (before its act step) and return its
     events.jsonl entry (without the round). Call ``env.refresh_feeds()`` afterwards (the runner
-    does, once per round) so that the round's feeds reflect it."""
+    does, once per round) so that the round's feeds reflect it. ``policy``: the run's policy, for
+    an ``add_ties`` with ``influence`` (its scripted users' tastes move toward the new friends',
+    ``TopicUsers.add_friends``)."""
     kind = spec["kind"]
     target = spec.get("target", "all")
     entry: dict = {"kind": "INTERVENTION", "intervention": kind}
@@ -60,16 +63,25 @@ def apply_intervention(env, spec: Mapping, groups: Mapping[str, Sequence[str]] |
         if "pairs" in spec:
             src, dst = _pair_indices(env, spec["pairs"])
         elif "soc_strategy" in spec:
-            from socialgym.ties import different_interest_ties, main_interests
-            labels = main_interests(env.config.agent_interests, env.config.n_agents)
-            src, dst = different_interest_ties(labels, int(spec["soc_strategy"]), env.rng)
+            from socialgym.platform.population import favourite_topics
+            from socialgym.ties import different_interest_ties
+            favourites = favourite_topics(env.config.agent_interests, env.config.n_agents)
+            src, dst = different_interest_ties(favourites, int(spec["soc_strategy"]), env.rng)
         else:
             idx = target_indices(env, target, groups)
             src, dst = np.repeat(idx, len(idx)), np.tile(idx, len(idx))
             keep = src != dst
             src, dst = src[keep], dst[keep]
+        influence = float(spec.get("influence", 0.0))
+        if influence:
+            pulled = [p for p in getattr(policy, "policies", [policy]) if hasattr(p, "add_friends")]
+            if not pulled:
+                raise InterventionError("add_ties.influence moves scripted users' tastes: the run has no "
+                                        "topic_users policy")
+            for p in pulled:
+                p.add_friends(src, dst, influence)
         env.add_ties(src, dst, weight)
-        entry.update(weight=weight, n_pairs=int(len(src)))
+        entry.update(weight=weight, n_pairs=int(len(src)), **({"influence": influence} if influence else {}))
     elif kind == "remove_ties":
         if "pairs" in spec:
             src, dst = _pair_indices(env, spec["pairs"])

@@ -380,7 +380,7 @@ class _RunExecution:
                 entry = {"kind": "INTERVENTION", "intervention": "coach", "target": spec.get("target", "all"),
                          "enabled": spec["enabled"], "n_agents": len(agents)}
             else:
-                entry = apply_intervention(env, spec, groups)
+                entry = apply_intervention(env, spec, groups, policy)
             recorder.event({"round": env.round, **entry})
         return env.refresh_feeds(feeds=any(s["kind"] in FEED_KINDS for s in specs))
 
@@ -392,8 +392,7 @@ class _RunExecution:
             self.client = self.given_client
         else:
             cache = self.out / layout.LLM_CACHE if (self.cfg.llm or LLMConfig()).cache else None
-            self.client = stack.enter_context(open_run_client(self.cfg, self.seed, self.out / "llm_server.log",
-                                                              cache))
+            self.client = stack.enter_context(open_llm_client(self.cfg.llm, self.seed, self.out / "llm_server.log", cache))
         bind_groups(self.client, self.cfg)
         return self.client
 
@@ -442,6 +441,9 @@ class _RunExecution:
                 group_of[id(owner)] = g
         if llm_agents:
             owners[self._llm_policy(client, groups, personas, agents, coached_agents)] = llm_agents
+        drawn = [o for o in owners if group_of.get(id(o)) is not None and group_of[id(o)].kind == "topic_users"]
+        if env_kwargs.get("agent_interests") is None and drawn:     # drawn tastes: the platform's too
+            env_kwargs["agent_interests"] = np.array(drawn[0].preferences)
         if cfg.policy.groups and "agent_groups" not in env_kwargs:
             env_kwargs["agent_groups"] = labels
         if cfg.llm is not None and cfg.llm.tie_scorer:
@@ -517,7 +519,12 @@ class _RunExecution:
         if group.kind == "topic_users":        # recagent-style users with topic preferences
             from socialgym.baselines.topic_users import TopicUsers
             env = self.cfg.env
-            return TopicUsers.from_interests(env["agent_interests"], env.get("topics", FeedConfig.topics), **params)
+            topics = env.get("topics", FeedConfig.topics)
+            if env.get("agent_interests") is not None:
+                return TopicUsers.from_interests(env["agent_interests"], topics, **params)
+            n_topics = min(len(topics), int(env.get("max_topics", FeedConfig.max_topics)))
+            n = sum(g.agents for g in self.cfg.policy_groups())
+            return TopicUsers(n_topics=n_topics, n_agents=n, **params)       # preferences drawn from its seed
         if group.kind == "social_users":       # scripted users with every action, calibratable
             return self._social_users(group, params)
         cls = {"random": RandomPolicy, "greedy": GreedyPolicy}[group.kind]
@@ -649,7 +656,8 @@ class _RunExecution:
                    "groups": {a: g for a, g in zip(env.possible_agents, table["group"]) if g},
                    "seed": self.seed, "condition": self.meta.get("condition", {}),
                    "replicate": self.meta.get("replicate", 0), "final": final, "llm": llm,
-                   "seconds": round(float(seconds), 3)}
+                   "seconds": round(float(seconds), 3),
+                   **({"interventions": stats} if (stats := env.intervention_stats()) else {})}
         if problems:       # the run finished but its results should not be used as they are
             summary["problems"] = problems
         return summary
@@ -700,14 +708,14 @@ def fallback_share(usage) -> float:
     return len(failed) / len(tasks) if tasks else 0.0
 
 
-def open_run_client(cfg: ExperimentConfig, seed: int, server_log: Path, cache: Path | None):
-    """A context manager giving the LLM client of a run with ``cfg``'s llm settings (no
-    ``base_url``: the embedded model, served until the context ends)."""
+def open_llm_client(llm: LLMConfig | None, seed: int, server_log: Path, cache: Path | None):
+    """The client of an llm section (a run's, a study's own; no ``base_url``: the embedded model,
+    served until the context ends) as a context manager, its key rules checked first."""
     from socialgym.llm import open_client
 
-    llm = check_llm_keys(cfg)
+    llm = check_llm_keys(llm or LLMConfig())
     if llm.endpoints:
-        return open_client(endpoints=run_endpoints(cfg), **client_settings(cfg, seed, cache))
+        return open_client(endpoints=run_endpoints(llm), **client_settings(llm, seed, cache))
     return open_client(
         llm.base_url, llm.model, api_key=llm.api_key, api_key_env=llm.api_key_env, n_ctx=llm.n_ctx,
         server_log=server_log, max_concurrency=llm.max_concurrency, timeout=llm.timeout,

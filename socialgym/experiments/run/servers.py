@@ -20,12 +20,11 @@ from socialgym.experiments.define import ExperimentConfig, LLMConfig
 from socialgym.experiments.errors import RunError
 
 
-def run_endpoints(cfg: ExperimentConfig) -> list[dict]:
-    """The endpoints of ``cfg.llm.endpoints`` as mappings for ``open_client(endpoints=...)``,
-    after checking that each one that needs a key has one (a RunError naming the variable)."""
+def run_endpoints(llm: LLMConfig) -> list[dict]:
+    """The endpoints of ``llm.endpoints`` as mappings for ``open_client(endpoints=...)``, after
+    checking that each one that needs a key has one (a RunError naming the variable)."""
     from socialgym.llm.router import Endpoint, PlainHttpKeyError
 
-    llm = cfg.llm or LLMConfig()
     out = []
     for e in llm.endpoints:
         variable = e.api_key_env or llm.api_key_env
@@ -45,9 +44,8 @@ def run_endpoints(cfg: ExperimentConfig) -> list[dict]:
     return out
 
 
-def client_settings(cfg: ExperimentConfig, seed: int, cache: Path | None) -> dict:
+def client_settings(llm: LLMConfig, seed: int, cache: Path | None) -> dict:
     """The client keywords of a run with endpoints (``llm.max_concurrency`` caps them all together)."""
-    llm = cfg.llm or LLMConfig()
     return dict(api_key=llm.api_key, api_key_env=llm.api_key_env, max_concurrency=llm.max_concurrency,
                 timeout=llm.timeout, max_retries=llm.max_retries, temperature=llm.temperature,
                 max_tokens=llm.max_tokens, structured=llm.structured, max_repairs=llm.max_repairs, seed=seed,
@@ -100,13 +98,13 @@ def check_model_files(cfg: ExperimentConfig) -> None:
             raise RunError(f"policy group {group.name!r} ({group.kind}): {exc}") from None
 
 
-def check_llm_keys(cfg: ExperimentConfig) -> LLMConfig:
-    """The run's key rules, checked before anything starts (a RunError naming the variable or the
-    host): a remote server needs a key, and a key goes over plain http only to this machine unless
-    ``llm.allow_plain_http``. Returns the llm section."""
+def check_llm_keys(cfg: ExperimentConfig | LLMConfig) -> LLMConfig:
+    """The key rules of a run (its config) or of an llm section, checked before anything starts (a
+    RunError naming the variable or the host): a remote server needs a key, and a key goes over
+    plain http only to this machine unless ``llm.allow_plain_http``. Returns the llm section."""
     import os
 
-    llm = cfg.llm or LLMConfig()
+    llm = cfg if isinstance(cfg, LLMConfig) else cfg.llm or LLMConfig()
     if llm.base_url is not None and not llm.api_key and not os.environ.get(llm.api_key_env):
         from socialgym.llm.client import is_loopback
         if not is_loopback(llm.base_url):        # say which variable, before anything starts
@@ -118,7 +116,7 @@ def check_llm_keys(cfg: ExperimentConfig) -> LLMConfig:
             raise RunError(f"llm: refusing to send the API key over plain http to {llm.base_url}; use https, or "
                            "set llm.allow_plain_http: true if that network is private and yours")
     if llm.endpoints:
-        run_endpoints(cfg)
+        run_endpoints(llm)
     return llm
 
 

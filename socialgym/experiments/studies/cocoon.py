@@ -1,16 +1,20 @@
-"""Information cocoons under a matrix-factorisation recommender, and recagent's Rec-Strategy.
+"""``socialgym study cocoon``: information cocoons under matrix factorisation, and recagent's
+Rec-Strategy (random items in the feed) against them, with scripted users.
 
-Reproduces, with scripted users instead of LLM agents, the qualitative result of recagent
-(Fig. 4a/4d): under MF retrained every round the mean topic entropy of what each agent is
-recommended falls from its peak; replacing 1, 3 or 5 of the feed's items with random ones every
-round restores it, more so the more items are replaced.
+Reproduces the qualitative result of recagent (Fig. 4a/4d): under MF retrained every round the
+mean topic entropy of what each agent is recommended falls from its peak; replacing 1, 3 or 5 of
+the feed's items with random ones every round restores it, more so the more items are replaced.
 
-    python -m socialgym.experiments.studies.cocoon --out runs/cocoon          # 50 agents, 50 rounds
-    python -m socialgym.experiments.studies.cocoon --rounds 12 --agents 20 --seeds 0
+    socialgym study cocoon --out runs/cocoon                       # 50 agents, 50 rounds, 3 replicates
+    socialgym study cocoon --out runs/cocoon-small --agents 20 --rounds 12 --intervene-from 6 --replicates 1
 
-Writes ``entropy.png`` (mean entropy per round, one line per condition, mean over seeds),
-``deep_cocoon.png`` (share of agents in a deep cocoon) and ``results.json`` (every curve and
-the summary numbers) to ``--out``.
+A study is an ordinary sweep: one condition per strategy (an ``interventions`` list: a ``rerank``
+with ``random_replacement`` from round ``intervene_from``, and for the Soc-Strategy an ``add_ties``
+with ``soc_strategy`` and ``influence``), ``replicates`` seeds each with common random numbers,
+every run a run directory under ``runs/`` that ``socialgym report``, ``view``, ``compare`` and
+``validate`` read. The analysis reads the curves back from the runs (``network.csv``'s exposure
+metrics, ``surveys.csv``'s satisfaction) and writes ``results.json``, ``entropy.png`` and
+``deep_cocoon.png`` beside them; ``study.json`` keeps the arguments and the condition names.
 """
 
 from __future__ import annotations
@@ -18,39 +22,42 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
-import socialgym
-from socialgym.baselines.topic_users import TopicUsers
+from socialgym.rundir import Run, layout, read_sweep
+from socialgym.rundir.files import read_json, write_json
 
 
 @dataclass(frozen=True)
 class CocoonArgs:
     agents: int = 50
-    """Number of scripted users."""
+    """Number of scripted users (``topic_users``)."""
     rounds: int = 50
     """Rounds per run."""
     topics: int = 8
     """Number of topics (item categories)."""
     feed_size: int = 5
-    """Items recommended to each agent per round (recagent recommends 5 items per list)."""
+    """Items recommended to each agent per round, in the feed and the vote list (recagent: 5)."""
     replacements: tuple[int, ...] = (1, 3, 5)
     """Rec-Strategy levels: how many of the feed's items are replaced by random ones."""
     intervene_from: int = 20
-    """First round whose feed is re-ranked (recagent applied its strategies after 20 rounds)."""
+    """First round of every strategy (recagent applied them after 20 rounds)."""
     every: int = 1
     """Apply the replacement every this many rounds."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """One run per seed and condition; curves are averaged over seeds."""
+    seed: int = 0
+    """Seed of replicate 0; replicate k runs with ``seed + k`` in every condition."""
+    replicates: int = 3
+    """Runs per condition; curves are averaged over them."""
     recommender: str = "mf"
     """The recommender under study (any registered name)."""
     recommender_kwargs: dict = field(default_factory=dict)
-    """Its parameters (MF: dim, epochs, lr, ...)."""
+    """Its parameters (MF: dim, epochs, lr, window ...)."""
     interests_per_agent: int = 1
-    """Favourite topics per scripted user (``TopicUsers.make_preferences``)."""
+    """Favourite topics per scripted user (drawn from the run's seed)."""
     interest_decay: float = 0.5
     """Weight ratio between successive favourites; 1 = multi-interest users liking all equally."""
     concentration: float = 0.8
@@ -58,89 +65,109 @@ class CocoonArgs:
     rerank_phases: tuple[str, ...] = ("act",)
     """Lists the Rec-Strategy acts on: the feed only, or ("act", "vote") for the vote items too."""
     friends: int = 0
-    """Soc-Strategy: at the start of round ``intervene_from`` each user is befriended with this
-    many users who share none of its favourite topics (mutual, so some get more)."""
+    """Soc-Strategy condition ("friends N"): from round ``intervene_from`` each user is befriended with
+    this many users who share none of its favourite topics (mutual, so some get more); 0 = none."""
     friend_weight: float = 0.5
-    """Weight of the Soc-Strategy ties in the environment's tie matrix."""
+    """Weight of the Soc-Strategy ties."""
     friend_influence: float = 0.25
-    """``TopicUsers.add_friends`` influence: how far each friend pulls a user's tastes."""
-    out: str = "runs/cocoon"
-    """Output directory for the plots and results.json."""
+    """How far each new friend pulls a user's tastes (``TopicUsers.add_friends``)."""
+    workers: int | None = None
+    """Parallel runs (None: one per core)."""
+
+    def conditions(self) -> dict[str, tuple[int, int, int]]:
+        """Condition name -> (items replaced, friends added, every): no intervention, each
+        replacement level, and the Soc-Strategy when ``friends``."""
+        out = {"no intervention": (0, 0, self.every), **{f"replace {n}": (n, 0, self.every) for n in self.replacements}}
+        if self.friends:
+            out[f"friends {self.friends}"] = (0, self.friends, self.every)
+        return out
 
 
-def different_interest_friends(prefs: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """For every user, ``m`` users (uniformly, without repeats) sharing none of its favourite
-    topics (the topics above the row's minimum weight); mutual pairs ``(src, dst)``, both
-    directions, without repeats. Users with fewer such peers get all of them."""
-    prefs = np.asarray(prefs, float)
-    fav = prefs > prefs.min(axis=1, keepdims=True) + 1e-12
-    fav[~fav.any(axis=1)] = True
-    disjoint = (fav.astype(int) @ fav.T.astype(int)) == 0
-    n = len(prefs)
-    src, dst = [], []
-    for v in range(n):
-        others = np.flatnonzero(disjoint[v])
-        chosen = rng.choice(others, size=min(m, len(others)), replace=False) if len(others) and m else []
-        src.extend([v] * len(chosen))
-        dst.extend(int(c) for c in chosen)
-    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-    keys = np.unique(np.concatenate([src * n + dst, dst * n + src]))
-    return keys // n, keys % n
+def strategy(args: CocoonArgs, replace: int, friends: int, every: int) -> list[dict]:
+    """The interventions of one condition: Rec-Strategy ``replace`` items every ``every`` rounds,
+    Soc-Strategy ``friends`` friends, both from round ``args.intervene_from``."""
+    start = args.intervene_from
+    out = []
+    if replace:
+        out.append({"kind": "rerank", "at_round": start, "rerank": [
+            {"kind": "random_replacement", "n": replace, "every": every, "start_round": start,
+             "phases": list(args.rerank_phases)}]})
+    if friends:
+        out.append({"kind": "add_ties", "at_round": start, "soc_strategy": friends, "weight": args.friend_weight,
+                    "influence": args.friend_influence})
+    return out
 
 
-def run_condition(args: CocoonArgs, replace: int, seed: int, *, friends: int | None = None,
-                  every: int | None = None) -> dict:
-    """One run; returns per-round mean topic entropy, deep-cocoon share and mean satisfaction
-    (``Surveys.satisfaction_rule``, 1-10) of the recommendations. ``replace``: Rec-Strategy items
-    per list; ``friends`` / ``every`` override ``args.friends`` / ``args.every``. Preferences and
-    friends depend on ``seed`` only, so conditions on one seed share them (common random numbers)."""
-    from socialgym.experiments.run.surveys import Surveys
+def study_config(args: CocoonArgs, conditions: Mapping[str, tuple[int, int, int]]):
+    """The sweep: ``topic_users`` with drawn preferences under ``args.recommender``, one condition per
+    strategy (the ``interventions`` key), a satisfaction survey every round."""
+    from socialgym.experiments.define import load_config
 
-    friends = args.friends if friends is None else friends
-    every = args.every if every is None else every
-    prefs = TopicUsers.make_preferences(args.agents, args.topics, rng=seed,
-                                        interests_per_agent=args.interests_per_agent,
-                                        concentration=args.concentration, interest_decay=args.interest_decay)
-    rerank = ([{"kind": "random_replacement", "n": replace, "every": every,
-                "start_round": args.intervene_from, "phases": list(args.rerank_phases)}] if replace else [])
-    env = socialgym.parallel_env(
-        n_agents=args.agents, max_rounds=args.rounds, topics=[f"topic_{i}" for i in range(args.topics)],
-        recommender=args.recommender, recommender_kwargs=dict(args.recommender_kwargs), rerank=rerank,
-        feed_size=args.feed_size, vote_feed_size=args.feed_size, obs_format="numeric",
-        agent_interests=prefs, exposure_window=1, sentiment="tone", seed=seed)
-    users = TopicUsers.for_env(env, prefs, seed=seed)
-    obs, _ = env.reset(seed=seed)
-    rounds, entropy, deep, satisfaction = [], [], [], []
-    befriended = not friends
-    while env.agents:
-        if not befriended and env.phase == "act" and env.round >= args.intervene_from:
-            src, dst = different_interest_friends(prefs, friends, np.random.default_rng([seed, 20]))
-            env.add_ties(src, dst, args.friend_weight)
-            users.add_friends(src, dst, args.friend_influence)
-            befriended = True
-        obs, *_ = env.step(users.act(obs))
-        if env.phase == "act" and env.round > 2:      # a vote step closed round env.round - 1
-            m = env.exposure_metrics()                 # its feed (round 1's feed is empty)
-            rounds.append(env.round - 1)
-            entropy.append(m["mean_topic_entropy"])
-            deep.append(m["deep_cocoon_share"])
-            sat = Surveys.satisfaction_rule(env)
-            satisfaction.append(float(sat[sat > 0].mean()) if sat is not None and (sat > 0).any() else float("nan"))
-    return {"round": rounds, "entropy": entropy, "deep_cocoon_share": deep, "satisfaction": satisfaction,
-            "interventions": env.intervention_stats()}
+    return load_config({
+        "seed": args.seed,
+        "env": {"n_agents": args.agents, "max_rounds": args.rounds, "topics": [f"topic_{i}" for i in range(args.topics)],
+                "recommender": args.recommender, "recommender_kwargs": dict(args.recommender_kwargs),
+                "feed_size": args.feed_size, "vote_feed_size": args.feed_size,
+                "exposure_window": 1,           # each round's feeds: recagent's per-round entropy
+                "sentiment": "tone"},
+        "policy": {"kind": "topic_users", "params": {"interests_per_agent": args.interests_per_agent,
+                                                     "interest_decay": args.interest_decay,
+                                                     "concentration": args.concentration}},
+        "surveys": [{"instrument": "satisfaction", "every": 1}],
+        "logging": {"ties": False, "report": False},
+        "run": {"replicates": args.replicates, "snapshots": False, **({"workers": args.workers} if args.workers else {})},
+        "sweep": {"interventions": [strategy(args, *c) for c in conditions.values()]},
+    })
 
 
-def run(args: CocoonArgs) -> dict:
-    conditions = {"no intervention": 0, **{f"replace {n}": n for n in args.replacements}}
-    results = {"args": dataclasses.asdict(args), "conditions": {}}
-    for label, n in conditions.items():
-        runs = [run_condition(args, n, seed) for seed in args.seeds]
+def run_study(args: CocoonArgs, out: str | Path, conditions: Mapping[str, tuple[int, int, int]] | None = None,
+              *, progress: bool | None = False) -> dict[str, list[dict]]:
+    """Run every condition's replicates as a sweep in ``out`` and return :func:`read_curves`."""
+    from socialgym.experiments.run.sweep import run_sweep
+
+    conditions = dict(conditions or args.conditions())
+    run_sweep(study_config(args, conditions), out, progress=progress)
+    write_json(Path(out) / layout.STUDY_INFO, {"args": dataclasses.asdict(args), "conditions": {
+        name: strategy(args, *c) for name, c in conditions.items()}})
+    return read_curves(out)
+
+
+def read_curves(out: str | Path) -> dict[str, list[dict]]:
+    """Each condition's runs read back, in replicate order: per round from 2 (round 1's feed is
+    empty) the mean topic entropy and deep-cocoon share of the round's feeds, the mean satisfaction
+    of the agents shown vote items, and the run's re-ranking counts."""
+    out = Path(out)
+    info, manifest = read_json(out / layout.STUDY_INFO, None), read_sweep(out)
+    if not isinstance(info, dict) or manifest is None:
+        raise ValueError(f"{out} holds no cocoon study ({layout.STUDY_INFO} and {layout.SWEEP})")
+    names = {json.dumps(v, sort_keys=True): k for k, v in info["conditions"].items()}
+    runs: dict[str, list[tuple[int, dict]]] = {name: [] for name in info["conditions"]}
+    for job in manifest["jobs"]:
+        run = Run(out / job["out"])
+        run.require(layout.NETWORK, layout.SUMMARY)
+        rows = [r for r in run.network if int(r["round"]) >= 2]
+        satisfaction = run.survey_means().get("satisfaction.satisfaction", (None, {}, 0))[1]
+        name = names[json.dumps(job["condition"]["interventions"], sort_keys=True)]
+        runs[name].append((job["replicate"], {
+            "round": [int(r["round"]) for r in rows],
+            "entropy": [float(r["mean_topic_entropy"]) for r in rows],
+            "deep_cocoon_share": [float(r["deep_cocoon_share"]) for r in rows],
+            "satisfaction": [satisfaction.get(int(r["round"]), float("nan")) for r in rows],
+            "interventions": run.summary.get("interventions", {})}))
+    return {name: [r for _, r in sorted(rs, key=lambda x: x[0])] for name, rs in runs.items()}
+
+
+def analyze(out: str | Path) -> dict:
+    """results.json and the two figures from the study's runs."""
+    out = Path(out)
+    args = read_json(out / layout.STUDY_INFO, {})["args"]
+    results = {"args": args, "conditions": {}}
+    for label, runs in read_curves(out).items():
         ent = np.mean([r["entropy"] for r in runs], axis=0)
-        deep = np.mean([r["deep_cocoon_share"] for r in runs], axis=0)
-        after = np.array(runs[0]["round"]) >= args.intervene_from
+        after = np.array(runs[0]["round"]) >= args["intervene_from"]
         results["conditions"][label] = {
-            "replace": n, "round": runs[0]["round"], "entropy": ent.tolist(),
-            "deep_cocoon_share": deep.tolist(),
+            "round": runs[0]["round"], "entropy": ent.tolist(),
+            "deep_cocoon_share": np.mean([r["deep_cocoon_share"] for r in runs], axis=0).tolist(),
             "peak_entropy": float(ent.max()), "final_entropy": float(ent[-5:].mean()),
             "mean_entropy_after_intervention": float(ent[after].mean()) if after.any() else None,
             "replaced_items": [r["interventions"].get("RandomReplacement", {}).get("total", {}).get("replaced", 0)
@@ -148,10 +175,12 @@ def run(args: CocoonArgs) -> dict:
         }
     base = results["conditions"]["no intervention"]
     base["drop_from_peak"] = 1 - base["final_entropy"] / base["peak_entropy"]
+    write_json(out / "results.json", results)
+    plot(results, out)
     return results
 
 
-def plot(results: dict, out: str) -> list[str]:
+def plot(results: dict, out: str | Path) -> list[Path]:
     from socialgym.experiments.analysis.plotting import figure, save
 
     paths = []
@@ -166,44 +195,40 @@ def plot(results: dict, out: str) -> list[str]:
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
         ax.set_title(f"{args['recommender']} recommender, {args['agents']} scripted users, "
-                     f"mean of {len(args['seeds'])} seeds")
+                     f"mean of {args['replicates']} replicates")
         ax.legend()
-        path = os.path.join(out, name)
+        path = Path(out) / name
         save(fig, path, dpi=120)
         paths.append(path)
     return paths
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    defaults = CocoonArgs()
-    parser.add_argument("--agents", type=int, default=defaults.agents)
-    parser.add_argument("--rounds", type=int, default=defaults.rounds)
-    parser.add_argument("--topics", type=int, default=defaults.topics)
-    parser.add_argument("--feed-size", type=int, default=defaults.feed_size)
-    parser.add_argument("--replacements", type=int, nargs="+", default=list(defaults.replacements))
-    parser.add_argument("--intervene-from", type=int, default=defaults.intervene_from)
-    parser.add_argument("--every", type=int, default=defaults.every)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
-    parser.add_argument("--recommender", default=defaults.recommender)
-    parser.add_argument("--out", default=defaults.out)
+def add_arguments(parser: argparse.ArgumentParser, defaults=CocoonArgs()) -> None:
+    """One option per field of :class:`CocoonArgs` (the field's docstring is its help)."""
+    from socialgym.experiments.studies.registry import add_dataclass_arguments
+    add_dataclass_arguments(parser, defaults, skip=("recommender_kwargs", "rerank_phases"))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from socialgym.experiments.studies.registry import dataclass_from_namespace
+
+    parser = argparse.ArgumentParser(prog="socialgym study cocoon", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/cocoon", help="the study directory (a new one)")
+    add_arguments(parser)
     ns = parser.parse_args(argv)
-    args = CocoonArgs(agents=ns.agents, rounds=ns.rounds, topics=ns.topics, feed_size=ns.feed_size,
-                      replacements=tuple(ns.replacements), intervene_from=ns.intervene_from,
-                      every=ns.every, seeds=tuple(ns.seeds), recommender=ns.recommender, out=ns.out)
-    os.makedirs(args.out, exist_ok=True)
-    results = run(args)
-    with open(os.path.join(args.out, "results.json"), "w") as fh:
-        json.dump(results, fh, indent=2)
-    paths = plot(results, args.out)
+    args = dataclass_from_namespace(CocoonArgs, ns)
+    run_study(args, ns.out)
+    results = analyze(ns.out)
     for label, cond in results["conditions"].items():
         after = cond["mean_entropy_after_intervention"]
         print(f"{label:>16}: peak {cond['peak_entropy']:.3f}, final {cond['final_entropy']:.3f}"
               + (f", mean from round {args.intervene_from} {after:.3f}" if after is not None else ""))
-    print("wrote", ", ".join(paths + [os.path.join(args.out, "results.json")]))
+    print(f"study: {ns.out} (results.json, entropy.png, deep_cocoon.png; a run directory per job under runs/)")
+    return results
 
 
-__all__ = ["CocoonArgs", "different_interest_friends", "run_condition", "run", "plot", "main"]
+__all__ = ["CocoonArgs", "strategy", "study_config", "run_study", "read_curves", "analyze", "plot", "main"]
 
 
 if __name__ == "__main__":

@@ -1,49 +1,48 @@
 """recagent's recommender experiments (information cocoons, Fig. 4; conformity, Fig. 5) with
 scripted users.
 
-    python -m socialgym.experiments.studies.recagent --out runs/recagent            # full design
-    python -m socialgym.experiments.studies.recagent --out /tmp/recagent --quick    # tiny, < 30 s
+    socialgym study recagent --out runs/recagent            # full design
+    socialgym study recagent --out /tmp/recagent --quick    # tiny, < 1 min
 
-Every MF run is :func:`socialgym.experiments.studies.cocoon.run_condition`: 50
-:class:`~socialgym.baselines.topic_users.TopicUsers` with **three equally liked interests** each
-(``make_preferences(interests_per_agent=3, interest_decay=1)``) among 8 topics, 50 rounds, 5 items
-per recommended list, ``mf`` retrained every round on the items of the previous round
+The MF runs are one sweep of ``socialgym study cocoon``'s kind (:func:`cocoon.run_study`: every run
+a run directory under ``runs/``): 50 ``topic_users`` with **three equally liked interests** each
+(drawn: ``interests_per_agent=3, interest_decay=1``) among 8 topics, 50 rounds, 5 items per
+recommended list, ``mf`` retrained every round on the items of the previous round
 (``window=1``). From round 20 (recagent's start of the strategies):
 
 - **Rec-Strategy**: ``random_replacement`` of N = 1 / 3 / 5 of the 5 items (feed and vote list),
   every round, or N = 1 every 1 / 5 / 10 rounds;
-- **Soc-Strategy**: each user gets N = 1 / 3 / 5 friends who share none of its interests — a tie
-  in the environment (``env.add_ties``) and a pull of its tastes toward theirs
-  (``TopicUsers.add_friends``);
+- **Soc-Strategy**: each user gets N = 1 / 3 / 5 friends who share none of its interests — an
+  ``add_ties`` intervention with ``soc_strategy: N`` (ties of weight 0.5) and ``influence`` (a
+  pull of its tastes toward theirs, ``TopicUsers.add_friends``);
 - both combined (N = 1 replaced, 1 friend).
 
-Each seed is one independent run; a seed's conditions share preferences, friends and everything
-before round 20 (common random numbers). The **conformity** experiment (no recommender): users
+Each replicate is one independent run; a replicate's conditions share seed, preferences and
+everything before round 20 (common random numbers). The **conformity** experiment (no recommender): users
 with exactly 1 / 3 / 5 friends rate one movie for 10 rounds, moving toward the friends they talk
 with (``TopicUsers.conform``); AC = the share of (user, round) pairs whose score changed.
 
-Writes ``summary.json`` (per-run values of every measure, see :func:`summary`) and
-``curves.json`` (each condition's entropy and satisfaction per round, mean over seeds) to ``--out``.
+Writes, beside the sweep's runs, ``results.json`` (per-run values of every measure, see
+:func:`summary`) and ``curves.json`` (each condition's entropy and satisfaction per round, mean
+over replicates).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import multiprocessing
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from socialgym.baselines.topic_users import TopicUsers
-from socialgym.experiments.studies.cocoon import CocoonArgs, run_condition
-from socialgym.rundir import layout
+from socialgym.experiments.studies.cocoon import CocoonArgs, run_study
+from socialgym.rundir.files import write_json
 
-COMMAND = "python -m socialgym.experiments.studies.recagent --out DIR"
+COMMAND = "socialgym study recagent --out DIR"
+RESULTS, CURVES = "results.json", "curves.json"
 
 # condition -> (items replaced, friends added, intervene every); aliases share runs
 RUNS = {"none": (0, 0, 1), "replace_1": (1, 0, 1), "replace_3": (3, 0, 1), "replace_5": (5, 0, 1),
@@ -77,50 +76,39 @@ class RecAgentArgs:
     """MF ranks the items of the last ``mf_window`` rounds (a fresh catalogue each round)."""
     friend_influence: float = 0.25
     """``TopicUsers.add_friends``: how far each added friend pulls a user's tastes."""
-    seeds: tuple[int, ...] = tuple(range(20))
-    """One independent run per seed and condition."""
+    seed: int = 0
+    """Seed of replicate 0; replicate k runs with ``seed + k`` in every condition."""
+    replicates: int = 20
+    """Independent runs per condition."""
     conformity_rounds: int = 10
     """Rounds of the conformity experiment (recagent's AC sums over rounds 1-10)."""
     conformity_weight: float = 0.2
     """``TopicUsers.conform``: weight of each friend heard against the user's own opinion."""
     conformity_talk_prob: float = 0.2
     """``TopicUsers.conform``: chance that a user talks with a given friend in a round."""
-    jobs: int = 2
-    """Worker processes (one torch thread each)."""
+    workers: int | None = None
+    """Parallel runs (None: one per core)."""
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(range(self.seed, self.seed + self.replicates))
 
     def cocoon_args(self) -> CocoonArgs:
         return CocoonArgs(agents=self.agents, rounds=self.rounds, topics=self.topics, feed_size=self.items_per_list,
                           intervene_from=self.intervene_from, recommender="mf",
                           recommender_kwargs={"window": self.mf_window}, interests_per_agent=self.interests,
                           interest_decay=1.0, concentration=self.concentration, rerank_phases=("act", "vote"),
-                          friend_influence=self.friend_influence, seeds=self.seeds, out="")
+                          friend_influence=self.friend_influence, seed=self.seed, replicates=self.replicates,
+                          workers=self.workers)
 
 
-QUICK = dict(agents=12, rounds=12, topics=6, intervene_from=6, seeds=(0, 1), conformity_rounds=6)
+QUICK = dict(agents=12, rounds=12, topics=6, intervene_from=6, replicates=2, conformity_rounds=6)
 
 
-def _init_worker() -> None:
-    import torch
-    torch.set_num_threads(1)
-
-
-def _one_run(job: tuple[CocoonArgs, str, int]) -> tuple[str, int, dict]:
-    args, name, seed = job
-    replace, friends, every = RUNS[name]
-    return name, seed, run_condition(args, replace, seed, friends=friends, every=every)
-
-
-def run_cocoon(args: RecAgentArgs) -> dict[str, list[dict]]:
-    """Every MF condition of :data:`RUNS` on every seed: {condition: [run per seed]}."""
-    cargs = args.cocoon_args()
-    jobs = [(cargs, name, seed) for seed in args.seeds for name in RUNS]
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx, initializer=_init_worker) as pool:
-        done = list(pool.map(_one_run, jobs))
-    runs: dict[str, dict[int, dict]] = {}
-    for name, seed, result in done:
-        runs.setdefault(name, {})[seed] = result
-    return {name: [runs[name][seed] for seed in args.seeds] for name in RUNS}
+def run_cocoon(args: RecAgentArgs, out: str | Path) -> dict[str, list[dict]]:
+    """Every MF condition of :data:`RUNS`, ``args.replicates`` runs each, as a sweep in ``out``:
+    {condition: [run per replicate]}."""
+    return run_study(args.cocoon_args(), out, RUNS)
 
 
 def regular_friends(n: int, degree: int, rng: np.random.Generator) -> np.ndarray:
@@ -213,9 +201,9 @@ NOTES = [
     "Rec-Strategy replaces items in both recommended lists (feed and vote items), so the satisfaction rule, which "
     "reads the vote items, sees it.",
     "The frequency study (every 1/5/10 rounds) replaces 1 item per list; recagent does not restate N there.",
-    "Soc-Strategy friends share none of the user's favourite topics and friendships are mutual (N = 1/3/5 gives "
-    "about 1.9/4.9/7.1 friends per user with 50 users; few users qualify); a friendship is a tie of weight 0.5 "
-    "in the environment plus a built-in pull of the user's tastes (each friend adds 0.25 x its preference row).",
+    "Soc-Strategy friends share none of the user's favourite topics and friendships are mutual (so a user gets "
+    "N or more friends; few users qualify): an add_ties intervention, a tie of weight 0.5 in the environment plus "
+    "a pull of the user's tastes (influence: each friend adds 0.25 x its preference row).",
     "Satisfaction is the scripted rule (liked share of the vote items mapped to 1-10), not an agent's rating.",
     "Seeds: independent runs with common random numbers across conditions; recagent reports no replicates.",
 ]
@@ -248,32 +236,31 @@ def curves(runs: dict[str, list[dict]]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--quick", action="store_true", help="a tiny design for tests (12 users, 12 rounds, 2 seeds)")
-    parser.add_argument("--seeds", type=int, nargs="+", help="override the seeds")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    from socialgym.experiments.studies.registry import add_dataclass_arguments, dataclass_from_namespace
+
+    parser = argparse.ArgumentParser(prog="socialgym study recagent", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="the study directory (a new one)")
+    parser.add_argument("--quick", action="store_true", help="a tiny design for tests (12 users, 12 rounds, 2 replicates)")
+    add_dataclass_arguments(parser, RecAgentArgs())
     ns = parser.parse_args(argv)
     started = time.perf_counter()
-    args = RecAgentArgs(**(QUICK if ns.quick else {}), jobs=ns.jobs)
-    if ns.seeds:
-        args = dataclasses.replace(args, seeds=tuple(ns.seeds))
-    os.makedirs(ns.out, exist_ok=True)
-    runs = run_cocoon(args)
+    args = dataclass_from_namespace(RecAgentArgs, ns)
+    if ns.quick:
+        args = dataclasses.replace(args, **QUICK)
+    runs = run_cocoon(args, ns.out)
     result = summary(args, runs, time.perf_counter() - started)
     result["wall_seconds"] = round(time.perf_counter() - started, 1)
-    with open(os.path.join(ns.out, layout.SUMMARY), "w") as fh:
-        json.dump(result, fh, indent=1)
-    with open(os.path.join(ns.out, "curves.json"), "w") as fh:
-        json.dump(curves(runs), fh)
+    write_json(Path(ns.out) / RESULTS, result)
+    write_json(Path(ns.out) / CURVES, curves(runs))
     for name, m in result["measures"].items():
         print(name, {c: round(float(np.mean(v)), 3) for c, v in m["per_run"].items()})
-    print(f"wrote {os.path.join(ns.out, layout.SUMMARY)} in {result['wall_seconds']} s")
+    print(f"wrote {Path(ns.out) / RESULTS} in {result['wall_seconds']} s (a run directory per job under runs/)")
     return result
 
 
-__all__ = ["RecAgentArgs", "RUNS", "ALIASES", "regular_friends", "run_cocoon", "run_conformity", "measures",
-           "summary", "curves", "main"]
+__all__ = ["RecAgentArgs", "RUNS", "ALIASES", "RESULTS", "CURVES", "regular_friends", "run_cocoon", "run_conformity",
+           "measures", "summary", "curves", "main"]
 
 
 if __name__ == "__main__":

@@ -1,17 +1,25 @@
 """Every study the package ships, by the name ``socialgym study NAME`` takes.
 
-A study is either **runner-driven** — configs run through the experiment runner and its sweeps,
-judged by ``ties_coach`` / ``fork_studies`` (``ties-coach``, ``soc-strategy``,
-``misinformation``) or by ``platform_objectives`` — or **own-loop**: a module with its own
-``main(argv)`` and arguments (``recagent``, ``agentsociety``, ``cocoon``, ``moderation``,
-``co-adaptation``), to which ``socialgym study NAME ...`` hands the rest of the command line
-(``socialgym study NAME --help`` shows that study's arguments). Each entry's one-line summary is
-the first paragraph of its module's docstring, so it is written once.
+A study is either **runner-driven through the study command** — configs run through the
+experiment runner and its sweeps, judged by ``ties_coach`` / ``fork_studies`` (``ties-coach``,
+``soc-strategy``, ``misinformation``) or by ``platform_objectives`` — or has **its own arguments**:
+a module with an ``Args``-like dataclass (a docstring per field, which :func:`add_dataclass_arguments`
+turns into options) and ``main(argv)``, to which ``socialgym study NAME ...`` hands the rest of the
+command line (``socialgym study NAME --help`` shows them). ``cocoon`` and ``recagent`` build a sweep
+config from their arguments and run it through the runner like the others; ``agentsociety``,
+``moderation`` and ``co-adaptation`` still play their own loops (``writes_runs`` False: their
+outputs are not run directories yet). Each entry's one-line summary is the first paragraph of its
+module's docstring, so it is written once.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
+import dataclasses
 import importlib
+import inspect
+import textwrap
 from dataclasses import dataclass
 
 
@@ -25,6 +33,8 @@ class StudyEntry:
     ``--scale``, ``--replicates`` ...) run it through the experiment runner."""
     summary_override: str | None = None
     """For the runner-driven studies that share a module: what this one is."""
+    writes_runs: bool = True
+    """Its runs are run directories that ``report``, ``compare``, ``validate`` and ``view`` read."""
 
     def summary(self) -> str:
         """One line: the override, else the first paragraph of the module's docstring."""
@@ -51,15 +61,55 @@ STUDIES: tuple[StudyEntry, ...] = (
                "recagent's Soc-Strategy (adding friends) at round 20, as a fork against its control"),
     StudyEntry("misinformation", f"{_STUDIES}.ties_coach", False,
                "a false claim at round 5 and its correction at round 8, with a stance survey"),
-    StudyEntry("platform-objectives", f"{_STUDIES}.platform_objectives", False),
+    StudyEntry("platform-objectives", f"{_STUDIES}.platform_objectives", False, writes_runs=False),
     StudyEntry("recagent", f"{_STUDIES}.recagent", True),
-    StudyEntry("agentsociety", f"{_STUDIES}.agentsociety", True),
+    StudyEntry("agentsociety", f"{_STUDIES}.agentsociety", True, writes_runs=False),
     StudyEntry("cocoon", f"{_STUDIES}.cocoon", True),
-    StudyEntry("moderation", f"{_STUDIES}.moderation", True),
-    StudyEntry("co-adaptation", f"{_STUDIES}.coadaptation", True),
+    StudyEntry("moderation", f"{_STUDIES}.moderation", True, writes_runs=False),
+    StudyEntry("co-adaptation", f"{_STUDIES}.coadaptation", True, writes_runs=False),
 )
 STUDY = {s.name: s for s in STUDIES}
 RUNNER_STUDIES = tuple(s.name for s in STUDIES if not s.own_loop)
+
+
+# ---------------------------------------------------------------------------------- Args -> options
+def field_docs(cls) -> dict[str, str]:
+    """A dataclass's field docstrings (the string literal under each field), by field name."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def add_dataclass_arguments(parser: argparse.ArgumentParser, defaults, skip: tuple[str, ...] = ()) -> None:
+    """One ``--option`` per field of the dataclass instance ``defaults`` (its docstring is the help,
+    its value the default): numbers and strings typed, tuples as lists, booleans as flags."""
+    docs = field_docs(type(defaults))
+    for f in dataclasses.fields(defaults):
+        if f.name in skip:
+            continue
+        value, name = getattr(defaults, f.name), "--" + f.name.replace("_", "-")
+        help_text = f"{docs.get(f.name, '')} (default: {value!r})".replace("%", "%%")
+        if isinstance(value, bool):
+            parser.add_argument(name, action=argparse.BooleanOptionalAction, default=value, help=help_text)
+        elif isinstance(value, tuple):
+            kind = type(value[0]) if value else int
+            parser.add_argument(name, type=kind, nargs="+", default=list(value), help=help_text)
+        else:
+            kind = type(value) if value is not None else {"int": int, "float": float}.get(
+                str(f.type).split("|")[0].strip(), str)
+            parser.add_argument(name, type=kind, default=value, help=help_text)
+
+
+def dataclass_from_namespace(cls, ns: argparse.Namespace):
+    """The dataclass ``cls`` from parsed options (lists back to tuples); fields without an option keep
+    their defaults."""
+    given = {f.name: getattr(ns, f.name) for f in dataclasses.fields(cls) if hasattr(ns, f.name)}
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()})
 
 
 def study_listing() -> str:
@@ -68,4 +118,5 @@ def study_listing() -> str:
     return "\n".join(f"{s.name:<{width}}  {s.summary()}" for s in STUDIES)
 
 
-__all__ = ["StudyEntry", "STUDIES", "STUDY", "RUNNER_STUDIES", "study_listing"]
+__all__ = ["StudyEntry", "STUDIES", "STUDY", "RUNNER_STUDIES", "study_listing", "field_docs",
+           "add_dataclass_arguments", "dataclass_from_namespace"]

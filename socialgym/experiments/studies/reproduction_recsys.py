@@ -24,7 +24,7 @@ REC_BEHAVIOUR = ev.Design(agents=50, rounds=50, llm_behaviour=True)
 """For claims that rest on what the agents do: satisfaction, conformity, and the Soc-Strategy, whose
 effect runs through friends changing what a user looks for (scripted users have that pull written in:
 TopicUsers.add_friends)."""
-REC_COMMAND = "python -m socialgym.experiments.studies.recagent --out DIR"
+REC_COMMAND = "socialgym study recagent --out DIR"
 FIG4 = "Results, information cocoon"
 
 
