@@ -79,6 +79,30 @@ def test_resume_refuses_another_configuration(tmp_path, capsys):
     assert cli([*base, "--turns", "5"]) == 2
     assert "differs in ['max_turns']" in capsys.readouterr().err
     assert cli([*base, "--turns", "3", "--parallel", "2"]) == 0        # harmless settings may change
+    assert cli([*base, "--turns", "3", "--max-concurrency", "3", "--no-cache"]) == 0
+    assert cli([*base, "--turns", "3", "--temperature", "0.2"]) == 2   # the llm section is compared key by key
+    assert "differs in ['llm.temperature']" in capsys.readouterr().err
+
+
+def test_the_llm_settings_are_a_config_llm_section(tmp_path, capsys):
+    from socialgym.experiments.define import LLMConfig, llm_section
+
+    cfg = moderation.ModerationExperiment()
+    assert isinstance(cfg.llm, LLMConfig) and (cfg.llm.max_concurrency, cfg.llm.max_tokens) == (8, 160)
+    # the config's own checks, named as in a config
+    assert cli(["moderation", "--out", str(tmp_path / "x"), "--temperature", "nan"]) == 2
+    assert "llm.temperature" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    with pytest.raises(ValueError, match="llm.budget does not apply to the moderation experiment"):
+        moderation.ModerationExperiment(llm=llm_section({"budget": {"requests": 10}}))
+    with pytest.raises(TypeError, match="llm must be an LLMConfig"):
+        moderation.ModerationExperiment(llm={"temperature": 0.5})
+    # a key given in the llm section never reaches the saved configuration
+    out = tmp_path / "mod"
+    keyed = moderation.ModerationExperiment(no_llm=True, strategies=("no_moderator",), discussions=1, users=3,
+                                            max_turns=2, llm=llm_section({"api_key": "sk-not-a-real-key-4242"}))
+    moderation.run_experiment(keyed, out, progress=False)
+    saved = (out / "config.json").read_text()
+    assert "sk-not-a-real-key-4242" not in saved and json.loads(saved)["llm"]["max_tokens"] == 512   # as given
 
 
 def test_argument_errors_exit_2(capsys):

@@ -11,14 +11,14 @@ to whom an intervention or survey applies), ``interventions`` and ``surveys`` (t
 ``forks`` (what a fork may change).
 """
 
-from socialgym.experiments.define.loading import (apply_override, fork_config, from_dict, grid, load_config,
-                                                  wandb_section, with_values)
+from socialgym.experiments.define.loading import (apply_override, fork_config, from_dict, grid, llm_section,
+                                                  load_config, wandb_section, with_values)
 from socialgym.experiments.define.schema import (ENV_GROUPS, ENV_RESERVED, MAX_CONFIG_BYTES, MAX_MESSAGE_CHARS,
                                                  MAX_SHOWN_CHARS, RANGES, ConfigError, ExperimentConfig, FrozenDict,
                                                  LLMConfig, LoggingConfig, PersonaConfig, PolicyConfig, PolicyGroup,
                                                  RunConfig, WandbConfig, dump_yaml, freeze, thaw, to_dict)
 
-__all__ = ["load_config", "from_dict", "apply_override", "grid", "with_values", "fork_config", "wandb_section",
+__all__ = ["load_config", "from_dict", "apply_override", "grid", "with_values", "fork_config", "wandb_section", "llm_section",
            "ConfigError", "ExperimentConfig", "FrozenDict", "LLMConfig", "LoggingConfig", "PersonaConfig",
            "PolicyConfig", "PolicyGroup", "RunConfig", "WandbConfig", "dump_yaml", "freeze", "thaw", "to_dict",
            "ENV_GROUPS", "ENV_RESERVED", "MAX_CONFIG_BYTES", "MAX_MESSAGE_CHARS", "MAX_SHOWN_CHARS", "RANGES"]

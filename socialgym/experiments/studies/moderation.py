@@ -50,8 +50,10 @@ from socialgym.discussion import (
     score_discussion,
 )
 from socialgym.experiments.analysis.discussion_analysis import pairwise_mean_differences, stars, strategy_time_ols
+from socialgym.experiments.define import LLMConfig, llm_section
 from socialgym.rundir.files import to_float
-from socialgym.platform.validation import check_int, is_number
+from socialgym.llm.sanitize import drop_secrets
+from socialgym.platform.validation import check_int
 from socialgym.rundir import kind_of, layout, writes
 
 SEED_OPINIONS = (
@@ -93,43 +95,40 @@ class ModerationExperiment:
     """Seed opinions; each discussion draws one."""
     seed: int = 0
     """Seeds SDBs, roles, topics, turn-taking and the LLM's sampling seed."""
-    base_url: str | None = None
-    """An OpenAI-compatible server; None starts the embedded SmolLM2 model."""
-    model: str | None = None
-    """The server's model name (default: the embedded model's alias)."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the API key (never written anywhere)."""
-    temperature: float = 0.7
+    llm: LLMConfig = field(default_factory=lambda: LLMConfig(max_concurrency=8, max_tokens=160))
+    """The LLM server and its settings, a config's ``llm`` section (no ``base_url``: the embedded
+    SmolLM2 model; ``max_tokens``: per comment or moderator reply; ``cache``: the response cache in
+    OUT/llm_cache.sqlite, exact replays on resume). Its seed is the experiment's."""
     generation: str = "auto"
     """LLM users and moderator: 'split' (moves under a schema, texts asked for plainly), 'joint'
     (texts inside the JSON reply), or 'auto' (split for the embedded model)."""
-    max_tokens: int = 160
-    """Completion tokens per comment / moderator reply."""
     comment_chars: int = 600
     """Longest comment accepted."""
-    max_concurrency: int = 8
     parallel: int = 1
     """Discussions run at once (threads sharing one client; useful with real servers)."""
-    cache: bool = True
-    """Response cache in OUT/llm_cache.sqlite (exact replays; resume)."""
     no_llm: bool = False
     """Scripted users, rule-based moderator and lexicon annotators (a pipeline check)."""
-    n_ctx: int = 4096
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown or not self.strategies:
             raise ValueError(f"unknown strategies {unknown}; choose from {STRATEGIES}")
         for name, high in (("discussions", 100_000), ("users", 1_000), ("pool", 100_000), ("max_turns", 10_000),
-                           ("context_length", 10_000), ("annotators", 1_000), ("max_tokens", 1_000_000),
-                           ("comment_chars", 1_000_000), ("max_concurrency", 1_024), ("parallel", 1_024)):
+                           ("context_length", 10_000), ("annotators", 1_000), ("comment_chars", 1_000_000),
+                           ("parallel", 1_024)):
             check_int(name, getattr(self, name), 1, high, numpy=False)      # bounded: 10**30 would never end
         for name, high in (("trolls", 1_000), ("community", 1_000), ("seed", 2**32 - 1)):
             check_int(name, getattr(self, name), 0, high, numpy=False)
         if self.turn_taking not in ("paper", "round_robin", "random"):
             raise ValueError(f"turn_taking must be paper, round_robin or random, got {self.turn_taking!r}")
-        if not is_number(self.temperature, numpy=False) or self.temperature < 0:
-            raise ValueError(f"temperature must be a number >= 0, got {self.temperature!r}")
+        if not isinstance(self.llm, LLMConfig):
+            raise TypeError(f"llm must be an LLMConfig (socialgym.experiments.define.llm_section(mapping) makes one), "
+                            f"got {type(self.llm).__name__}")
+        unused = [name for name in ("budget", "prices", "tie_scorer") if getattr(self.llm, name)]
+        if unused:                             # the experiment has no rounds to stop at, no ties to score
+            raise ValueError(f"llm.{unused[0]} does not apply to the moderation experiment; leave it out")
+        if self.llm.base_url is not None and not self.llm.model and not self.llm.endpoints:
+            raise ValueError("--model is required with --base-url")
         if self.users < 2 or self.users > self.pool:
             raise ValueError(f"users must be between 2 and pool={self.pool}, got {self.users}")
         if self.trolls < 0 or self.community < 0 or self.trolls + self.community > self.users:
@@ -139,7 +138,7 @@ class ModerationExperiment:
 
 
 # fields that may change between a run and its resumption (they do not change results)
-_RESUMABLE = frozenset({"parallel", "max_concurrency", "cache"})
+_RESUMABLE = frozenset({"parallel", "llm.max_concurrency", "llm.cache"})
 
 
 @dataclass
@@ -175,14 +174,10 @@ def plan_jobs(cfg: ModerationExperiment) -> tuple[list[_Job], list]:
 
 
 def _client(cfg: ModerationExperiment, out: Path, stack: contextlib.ExitStack):
-    from socialgym.llm import open_client
+    from socialgym.experiments.run.runner import open_llm_client
 
-    if cfg.base_url is not None and not cfg.model:
-        raise ValueError("--model is required with --base-url")
-    return stack.enter_context(open_client(
-        cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, n_ctx=cfg.n_ctx, server_log=out / "llm_server.log",
-        max_concurrency=cfg.max_concurrency, temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
-        cache=out / layout.LLM_CACHE if cfg.cache else None))
+    return stack.enter_context(open_llm_client(cfg.llm, cfg.seed, out / "llm_server.log",
+                                               out / layout.LLM_CACHE if cfg.llm.cache else None))
 
 
 def _json_safe(value):
@@ -216,11 +211,11 @@ def run_one(job: _Job, cfg: ModerationExperiment, pool: Sequence, client) -> dic
     else:
         from socialgym.agents.discussion import LLMDiscussant, LLMModerator
         sdbs = {job.usernames[u]: pool[j] for u, j in enumerate(job.sdb_ids)}
-        policies = {"users": LLMDiscussant(client, sdbs, max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens,
+        policies = {"users": LLMDiscussant(client, sdbs, max_chars=cfg.comment_chars, max_tokens=cfg.llm.max_tokens,
                                            generation=cfg.generation)}
         if moderated:
             policies[MODERATOR] = LLMModerator(client, job.strategy, scores=env.unwrapped.config.scores,
-                                               max_chars=cfg.comment_chars, max_tokens=cfg.max_tokens,
+                                               max_chars=cfg.comment_chars, max_tokens=cfg.llm.max_tokens,
                                                seed=cfg.seed, generation=cfg.generation)
         annotator = LLMAnnotators(client, cfg.annotators, seed=cfg.seed, max_tokens=24)
     start = time.perf_counter()
@@ -254,13 +249,15 @@ def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool
     if kind_of(out) not in (None, "moderation experiment"):
         raise ValueError(f"{out} holds a {kind_of(out)}, not a moderation experiment: give another --out")
     out.mkdir(parents=True, exist_ok=True)
-    config = json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
+    config = drop_secrets(json.loads(json.dumps(dataclasses.asdict(cfg), default=list)))   # never a key on disk
     saved = out / "config.json"
     path = out / layout.DISCUSSIONS
     if saved.exists() and path.exists():
         # resuming: the finished discussions must come from the same experiment
         old = json.loads(saved.read_text())
-        changed = sorted(k for k in config if k not in _RESUMABLE and old.get(k) != config[k])
+        flat_old, flat_new = _flat(old), _flat(config)
+        changed = sorted(k for k in flat_old.keys() | flat_new.keys()
+                         if k not in _RESUMABLE and flat_old.get(k) != flat_new.get(k))
         if changed:
             raise ValueError(f"{out} holds discussions of another configuration (differs in {changed}); "
                              "use a new --out")
@@ -290,6 +287,12 @@ def run_experiment(cfg: ModerationExperiment, out: str | Path, *, progress: bool
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / layout.SUMMARY).write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _flat(config: dict) -> dict:
+    """The saved configuration with the llm section's keys as ``llm.<key>``."""
+    llm = config.get("llm") if isinstance(config.get("llm"), dict) else {}
+    return {**{k: v for k, v in config.items() if k != "llm"}, **{f"llm.{k}": v for k, v in llm.items()}}
 
 
 def _recover(path: Path) -> list[dict]:
@@ -495,33 +498,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = ModerationExperiment()
     parser.add_argument("--out", required=True, help="output directory (re-run the same to resume)")
     parser.add_argument("--strategies", default=",".join(d.strategies), help="comma-separated strategies")
-    for name in ("discussions", "users", "pool", "trolls", "community", "annotators", "max_concurrency",
-                 "parallel", "seed", "context_length", "max_tokens", "comment_chars"):
+    for name in ("discussions", "users", "pool", "trolls", "community", "annotators", "parallel", "seed",
+                 "context_length", "comment_chars"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(d, name))
+    for name in ("max_concurrency", "max_tokens"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(d.llm, name))
     parser.add_argument("--turns", type=int, default=d.max_turns, help="user turns per discussion")
     parser.add_argument("--turn-taking", default=d.turn_taking, choices=("paper", "round_robin", "random"))
-    parser.add_argument("--temperature", type=float, default=d.temperature)
+    parser.add_argument("--temperature", type=float, default=d.llm.temperature)
     parser.add_argument("--generation", choices=GENERATION_MODES, default=d.generation,
                         help="LLM texts: split (plain requests), joint (inside the JSON), auto (split for the "
                              "embedded model)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible server (default: embedded model)")
     parser.add_argument("--model", default=None)
-    parser.add_argument("--api-key-env", default=d.api_key_env)
+    parser.add_argument("--api-key-env", default=d.llm.api_key_env)
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--no-llm", action="store_true", help="scripted users/moderator, lexicon annotators")
     parser.add_argument("--quiet", action="store_true")
 
 
 def from_arguments(args) -> ModerationExperiment:
+    llm = {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
+           "max_concurrency": args.max_concurrency, "temperature": args.temperature, "max_tokens": args.max_tokens,
+           "cache": not args.no_cache}
     return ModerationExperiment(
         strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
         discussions=args.discussions, users=args.users, pool=args.pool, trolls=args.trolls,
-        community=args.community, annotators=args.annotators, max_concurrency=args.max_concurrency,
-        parallel=args.parallel, seed=args.seed, context_length=args.context_length, max_tokens=args.max_tokens,
-        comment_chars=args.comment_chars, max_turns=args.turns, turn_taking=args.turn_taking,
-        temperature=args.temperature, generation=args.generation, base_url=args.base_url, model=args.model,
-        api_key_env=args.api_key_env,
-        cache=not args.no_cache, no_llm=args.no_llm)
+        community=args.community, annotators=args.annotators, parallel=args.parallel, seed=args.seed,
+        context_length=args.context_length, comment_chars=args.comment_chars, max_turns=args.turns,
+        turn_taking=args.turn_taking, generation=args.generation, llm=llm_section(llm), no_llm=args.no_llm)
 
 
 def run_command(args) -> int:
