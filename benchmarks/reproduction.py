@@ -14,7 +14,7 @@ each summary from a run's output directory:
   with a no-troll arm for the troll claim;
 - ``recagent.json``, ``agentsociety.json``: the scripted-user studies
   (``socialgym study recagent``: results.json beside its run directories /
-  ``python -m socialgym.experiments.studies.agentsociety``: summary.json);
+  ``socialgym study agentsociety``: summary.json);
 - ``soc_strategy.json``: recagent's Soc-Strategy as a fork on the social recommender (``socialgym study soc-strategy``);
 - ``rerun.json``: what ``--rerun`` took, on which machine.
 
@@ -146,7 +146,7 @@ def rerun(root: Path) -> dict:
     times = {}
     for name, command, result in (
             ("recagent", ["-m", "socialgym.cli", "study", "recagent"], "results.json"),
-            ("agentsociety", ["-m", "socialgym.experiments.studies.agentsociety"], "summary.json")):
+            ("agentsociety", ["-m", "socialgym.cli", "study", "agentsociety"], "summary.json")):
         out = root / name
         shutil.rmtree(out, ignore_errors=True)
         start = time.perf_counter()

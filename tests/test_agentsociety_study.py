@@ -29,7 +29,7 @@ def summary(tmp_path_factory):
 
 def test_summary_format(summary):
     assert summary["study"] == "agentsociety" and summary["population"] == "scripted users"
-    assert summary["command"].startswith("python -m socialgym.experiments.studies.agentsociety --out DIR")
+    assert summary["command"].startswith("socialgym study agentsociety --out DIR")
     # the study's own clock: positive, and within the time main() took as measured from outside
     assert isinstance(summary["wall_seconds"], float) and 0 < summary["wall_seconds"] <= summary["_took"] + 0.01
     design = summary["design"]

@@ -31,6 +31,26 @@ def test_an_own_loop_study_shows_its_own_arguments(capsys, name):
     assert out.startswith("usage: socialgym ") and "--out" in out
 
 
+@pytest.mark.parametrize("name", [s.name for s in STUDIES if s.args])
+def test_a_studys_arguments_are_a_dataclass_with_a_docstring_per_field(capsys, name):
+    import dataclasses
+
+    from socialgym.experiments.studies.registry import STUDY, field_docs
+
+    cls = STUDY[name].args_class()
+    docs = field_docs(cls)
+    fields = [f.name for f in dataclasses.fields(cls)]
+    assert [f for f in fields if not docs.get(f)] == []               # every field says what it is
+    with pytest.raises(SystemExit):
+        main(["study", name, "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    skipped = {"cocoon": {"recommender_kwargs", "rerank_phases"},        # mappings and phase lists: Python only
+               "moderation": {"llm", "max_turns", "topics"}}.get(name, set())  # --turns; the llm options; seed texts
+    for f in fields:                       # each an option (moderation: --turns, and the llm section's own)
+        if f not in skipped:
+            assert f"--{f.replace('_', '-')}" in shown, f
+
+
 @pytest.mark.parametrize("argv, message", [
     (["study", "co-adaptation", "--iterations", "-1", "--out", "x"], "iterations must be an integer >= 1"),
     (["study", "co-adaptation", "--platform-objective", "likes", "--out", "x"], "platform objective must be one of"),

@@ -1,8 +1,8 @@
 """agentsociety2 §7.4 and §7.5 with scripted users: cocoons per group under three quota
 re-rankers, and the stance penalty's effect on cross-cutting exposure.
 
-    python -m socialgym.experiments.studies.agentsociety --out runs/agentsociety          # default
-    python -m socialgym.experiments.studies.agentsociety --out /tmp/as --quick            # seconds
+    socialgym study agentsociety --out runs/agentsociety          # default (--help: every option)
+    socialgym study agentsociety --out /tmp/as --quick            # seconds
 
 **Cocoons (§7.4).** Scripted :class:`~socialgym.baselines.topic_users.TopicUsers` in three
 interest-breadth groups (a stand-in for the paper's age groups; "narrow" users, one strong
@@ -28,6 +28,7 @@ Every run (one seed) gives, per measure, the mean over its last third of rounds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -41,6 +42,7 @@ from socialgym.metrics import (
     cross_cutting_share, deep_cocoon_share, default_cocoon_threshold, topic_counts, topic_entropy,
 )
 from socialgym.platform.actions import COM, POST
+from socialgym.platform.validation import check_int, is_int, is_number
 from socialgym.recommenders.registry import QUOTA_KINDS
 from socialgym.rundir import layout
 from socialgym.rundir.files import finite_json
@@ -63,14 +65,17 @@ class StudyArgs:
     feed_size: int = 10
     """Feed items per user and round in the cocoon part."""
     share: float = 0.3
+    """Share of the top topics' slots each strategy moves to the target topics (the paper: 30%)."""
     n_head: int = 10
+    """Top topics the slots come from (the paper: top-10)."""
     n_tail: int = 10
-    """The strategies' parameters (the paper: 30%, top-10, 10 targets)."""
+    """Target topics the slots go to (the paper: 10)."""
     polar_agents: int = 200
     """Users of the polarisation part (the paper: 200, 100 per camp)."""
     polar_rounds: int = 16
     """Rounds of the polarisation part (the paper: 8 weekly steps)."""
     polar_topics: int = 8
+    """Topics of the polarisation part (an even number: each camp's interests lie on its half)."""
     polar_feed: int = 20
     """Feed items per user and round (the paper: up to 20 posts)."""
     strength: float = 0.4
@@ -83,6 +88,16 @@ class StudyArgs:
     """The polarisation part's base ranking (the paper: a feed ranked by recency, then penalised)."""
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     """One independent run per seed; the same seed in every condition."""
+
+    def __post_init__(self) -> None:
+        for name in ("agents", "rounds", "topics", "feed_size", "n_head", "n_tail", "polar_agents", "polar_rounds",
+                     "polar_topics", "polar_feed"):
+            check_int(name, getattr(self, name), 1, 1_000_000, numpy=False)
+        for name in ("share", "strength", "cross_interest"):
+            if not is_number(getattr(self, name), numpy=False) or not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be a number in [0, 1], got {getattr(self, name)!r}")
+        if not self.seeds or any(not is_int(x, numpy=False) or x < 0 for x in self.seeds):
+            raise ValueError(f"seeds must be integers >= 0, got {self.seeds!r}")
 
 
 QUICK = dict(agents=60, rounds=6, topics=12, feed_size=6, n_head=3, n_tail=3,
@@ -298,13 +313,19 @@ NOTES = [
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from socialgym.experiments.studies.registry import add_dataclass_arguments, dataclass_from_namespace
+
+    parser = argparse.ArgumentParser(prog="socialgym study agentsociety", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help=f"output directory for {layout.SUMMARY}")
     parser.add_argument("--quick", action="store_true", help="a tiny design (seconds), for tests")
+    add_dataclass_arguments(parser, StudyArgs())
     ns = parser.parse_args(argv)
     started = time.time()
-    args = StudyArgs(**QUICK) if ns.quick else StudyArgs()
-    command = "python -m socialgym.experiments.studies.agentsociety --out DIR" + (" --quick" if ns.quick else "")
+    args = dataclass_from_namespace(StudyArgs, ns)
+    if ns.quick:
+        args = dataclasses.replace(args, **QUICK)
+    command = "socialgym study agentsociety --out DIR" + (" --quick" if ns.quick else "")
     result = summary(args, command, started)
     result["wall_seconds"] = round(time.time() - started, 2)
     os.makedirs(ns.out, exist_ok=True)

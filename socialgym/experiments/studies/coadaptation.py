@@ -1,6 +1,6 @@
 """Users and platform learning at the same time: the users' PPO and the platform's PPO on one feed.
 
-    python -m socialgym.experiments.studies.coadaptation --out runs/coadaptation --iterations 200
+    socialgym study co-adaptation --out runs/coadaptation --iterations 200
 
 The feed environment carries the platform as an agent (``socialgym.envs.platform.agent``): in each
 vote step the platform ranks the next round's feed (Plackett-Luce, ``socialgym.baselines.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,10 +38,15 @@ CONFIG = dict(n_agents=20, n_actions=2, max_rounds=10, feed_size=5, vote_feed_si
 @dataclass
 class Args:
     iterations: int = 200
-    episodes: int = 4                      # episodes per iteration (both policies update on them)
+    """Training iterations (each plays ``episodes`` episodes, then updates both policies)."""
+    episodes: int = 4
+    """Episodes per iteration; both policies update on them."""
     platform_objective: str = "engagement"
+    """What the platform's PPO maximises (``socialgym.rewards.platform.platform_weights`` names them)."""
     seed: int = 0
+    """Seeds both networks, the episodes and the sampling."""
     out: str = "runs/coadaptation"
+    """Output directory (curves.json)."""
 
     def __post_init__(self) -> None:
         for name, low, high in (("iterations", 1, 1_000_000), ("episodes", 1, 10_000), ("seed", 0, 2**32 - 1)):
@@ -159,11 +164,12 @@ def run(args: Args, log=print) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    for name, value in vars(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    run(replace(defaults, **vars(parser.parse_args(argv))))
+    from socialgym.experiments.studies.registry import add_dataclass_arguments, dataclass_from_namespace
+
+    parser = argparse.ArgumentParser(prog="socialgym study co-adaptation", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_dataclass_arguments(parser, Args())
+    run(dataclass_from_namespace(Args, parser.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,11 @@ class StudyEntry:
     """For the runner-driven studies that share a module: what this one is."""
     writes_runs: bool = True
     """Its runs are run directories that ``report``, ``compare``, ``validate`` and ``view`` read."""
+    args: str | None = None
+    """The module's arguments dataclass (a docstring per field, each an option of its ``--help``)."""
+
+    def args_class(self):
+        return getattr(importlib.import_module(self.module), self.args) if self.args else None
 
     def summary(self) -> str:
         """One line: the override, else the first paragraph of the module's docstring."""
@@ -62,11 +67,11 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry("misinformation", f"{_STUDIES}.ties_coach", False,
                "a false claim at round 5 and its correction at round 8, with a stance survey"),
     StudyEntry("platform-objectives", f"{_STUDIES}.platform_objectives", False, writes_runs=False),
-    StudyEntry("recagent", f"{_STUDIES}.recagent", True),
-    StudyEntry("agentsociety", f"{_STUDIES}.agentsociety", True, writes_runs=False),
-    StudyEntry("cocoon", f"{_STUDIES}.cocoon", True),
-    StudyEntry("moderation", f"{_STUDIES}.moderation", True, writes_runs=False),
-    StudyEntry("co-adaptation", f"{_STUDIES}.coadaptation", True, writes_runs=False),
+    StudyEntry("recagent", f"{_STUDIES}.recagent", True, args="RecAgentArgs"),
+    StudyEntry("agentsociety", f"{_STUDIES}.agentsociety", True, writes_runs=False, args="StudyArgs"),
+    StudyEntry("cocoon", f"{_STUDIES}.cocoon", True, args="CocoonArgs"),
+    StudyEntry("moderation", f"{_STUDIES}.moderation", True, writes_runs=False, args="ModerationExperiment"),
+    StudyEntry("co-adaptation", f"{_STUDIES}.coadaptation", True, writes_runs=False, args="Args"),
 )
 STUDY = {s.name: s for s in STUDIES}
 RUNNER_STUDIES = tuple(s.name for s in STUDIES if not s.own_loop)

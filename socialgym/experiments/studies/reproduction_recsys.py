@@ -124,7 +124,7 @@ AS_COCOON = ev.Design(agents=10_000, rounds=10)
 AS_POLAR = ev.Design(agents=200, rounds=8)
 """§7.5: 200 agents per condition (100 per camp), 8 weekly steps."""
 AS_POLAR_BEHAVIOUR = ev.Design(agents=200, rounds=8, llm_behaviour=True)
-AS_COMMAND = "python -m socialgym.experiments.studies.agentsociety --out DIR"
+AS_COMMAND = "socialgym study agentsociety --out DIR"
 
 
 def _polar(s: Mapping) -> Mapping:
