@@ -14,7 +14,9 @@ For each run: ``rounds.csv``, ``network.csv`` and ``events.jsonl``.
 
 The recorded file was written before issue 27's restructuring moved any code; the LLM run's
 three hashes were recorded again in issue 30, whose prompts (texts that answer, a seed per
-request) change that run on purpose. ``tests/test_behaviour_unchanged.py`` runs the check.
+request) change that run on purpose; the network.csv of the two runs with policy groups again in
+issue 45, which adds a ``mean_topic_entropy:<group>`` column per group (with the old column set
+the same code reproduces all 66 recorded hashes). ``tests/test_behaviour_unchanged.py`` runs the check.
 """
 
 from __future__ import annotations

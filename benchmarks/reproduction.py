@@ -218,6 +218,7 @@ def main() -> None:
     parser.add_argument("--moderation-no-trolls", help="the same with --trolls 0 --strategies no_moderator")
     parser.add_argument("--soc-strategy", help="a finished `socialgym study soc-strategy` directory")
     parser.add_argument("--recagent", help="a finished `socialgym study recagent` directory")
+    parser.add_argument("--agentsociety", help="a finished `socialgym study agentsociety` directory")
     args = parser.parse_args()
     if args.core:
         print(f"written {save('core', core_summary(Path(args.core)))}")
@@ -228,6 +229,8 @@ def main() -> None:
         print(f"written {save('soc_strategy', soc_strategy_summary(Path(args.soc_strategy)))}")
     if args.recagent:
         print(f"written {save('recagent', json.loads((Path(args.recagent) / 'results.json').read_text()))}")
+    if args.agentsociety:
+        print(f"written {save('agentsociety', json.loads((Path(args.agentsociety) / 'summary.json').read_text()))}")
     if args.rerun:
         record = rerun(Path(args.runs))
         print(f"scripted studies rerun in {record['total_seconds']:.0f} s: {record['seconds']}")

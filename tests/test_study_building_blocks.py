@@ -47,9 +47,10 @@ def test_a_topic_users_group_draws_its_preferences_and_the_platform_gets_them(tm
     (drawn(interest_decay=0.0), "interest_decay must lie in (0, 1]"),
     ({**drawn(), "env": {**drawn()["env"], "agent_interests": TOPICS + TOPICS[:2]}, "policy": {
         "kind": "topic_users", "params": {"interest_decay": 0.5}}}, "unknown parameter 'interest_decay'"),
-    ({**drawn(), "policy": {"groups": [{"name": "x", "kind": "topic_users", "agents": 4},
-                                       {"name": "y", "kind": "topic_users", "agents": 4}]}},
-     "2 topic_users groups would each draw preferences"),
+    (drawn(topic_block=[2, 7]), "topic_block must be two topic indices [start, stop)"),
+    (drawn(topic_block=[0, 3], outside=1.0), "outside (the weight on topics outside topic_block) must lie in [0, 1)"),
+    (drawn(outside=0.2), "be 0 without a topic_block leaving topics out"),
+    (drawn(topic_block=[0, 2], interests_per_agent=3), "interests_per_agent = 3 exceeds the 2 topics of its topic_block"),
     ({**drawn(), "interventions": [{"kind": "add_ties", "at_round": 2, "soc_strategy": 1, "influence": -0.5}]},
      "influence must be a number in [0, 10]"),
 ])
@@ -57,6 +58,20 @@ def test_bad_drawn_preferences_and_influence_are_one_line_errors(data, words):
     with pytest.raises(ConfigError) as err:
         load_config(data)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_groups_draw_their_own_rows_and_camps_keep_to_their_topics(tmp_path):
+    camp = {"interests_per_agent": 1, "concentration": 0.9, "outside": 0.3}
+    data = {**drawn(), "policy": {"groups": [
+        {"name": "left", "kind": "topic_users", "agents": 4, "params": {**camp, "seed": 1, "topic_block": [0, 3]}},
+        {"name": "right", "kind": "topic_users", "agents": 4, "params": {**camp, "seed": 2, "topic_block": [3, 6]}}]}}
+    env, policy, _ = build(tmp_path, data)
+    rows = np.asarray(env.config.agent_interests)
+    for seed, agents, own, other in ((1, slice(0, 4), slice(0, 3), slice(3, 6)), (2, slice(4, 8), slice(3, 6), slice(0, 3))):
+        inner = TopicUsers.make_preferences(8, 3, np.random.default_rng(seed), concentration=0.9)[agents]
+        np.testing.assert_allclose(rows[agents, own], 0.7 * inner)     # 1 - outside on the camp's own topics
+        np.testing.assert_allclose(rows[agents, other], 0.1)           # outside / 3 on each of the others
+    np.testing.assert_allclose(rows.sum(axis=1), 1)
 
 
 def test_influence_moves_the_tastes_of_the_befriended_users(tmp_path):

@@ -113,10 +113,12 @@ class TopicUsers:
                  n_agents: int | None = None, concentration: float = 0.8, p_post: float = 0.3,
                  base: float = 0.05, gain: float = 0.6, tie_gain: float = 0.3,
                  dislike_prob: float = 0.2, supportive_threshold: float = 0.5,
-                 agent_ids: Any = None, interest_decay: float = 0.5) -> None:
+                 agent_ids: Any = None, interest_decay: float = 0.5, topic_block: Any = None,
+                 outside: float = 0.0) -> None:
         TopicUsers.check_params(preferences=preferences, n_topics=n_topics, seed=seed,
                                 interests_per_agent=interests_per_agent, n_agents=n_agents,
-                                concentration=concentration, interest_decay=interest_decay, p_post=p_post, base=base, gain=gain,
+                                concentration=concentration, interest_decay=interest_decay,
+                                topic_block=topic_block, outside=outside, p_post=p_post, base=base, gain=gain,
                                 tie_gain=tie_gain, dislike_prob=dislike_prob,
                                 supportive_threshold=supportive_threshold)
         self.rng = np.random.default_rng(seed)
@@ -131,9 +133,13 @@ class TopicUsers:
             if n_topics is None or expected_rows is None:
                 raise ValueError("without preferences, TopicUsers needs n_topics and the number of agents "
                                  "(n_agents=, layout=, or TopicUsers.for_env(env, ...))")
-            preferences = self.make_preferences(expected_rows, n_topics, self.rng,
-                                                interests_per_agent=interests_per_agent,
-                                                concentration=concentration, interest_decay=interest_decay)
+            start, stop = topic_block if topic_block is not None else (0, n_topics)
+            inner = self.make_preferences(expected_rows, stop - start, self.rng,
+                                          interests_per_agent=interests_per_agent,
+                                          concentration=concentration, interest_decay=interest_decay)
+            # a camp: its tastes on topics [start, stop), `outside` of the weight spread over the rest
+            preferences = np.full((expected_rows, n_topics), outside / max(n_topics - (stop - start), 1))
+            preferences[:, start:stop] = (1 - outside) * inner
         pref = _check_preferences(preferences, expected_rows, n_topics)
         if layout is not None and pref.shape[1] > layout.max_topics:
             raise ValueError(f"preferences have {pref.shape[1]} topic columns but the env's numeric topic "
@@ -180,6 +186,17 @@ class TopicUsers:
             decay = params.get("interest_decay", 0.5)
             if not _finite(decay) or not 0 < decay <= 1:
                 raise ParamError("interest_decay", f"interest_decay must lie in (0, 1], got {show(decay)}")
+            block, outside = params.get("topic_block"), params.get("outside", 0.0)
+            n_topics = params.get("n_topics")
+            if block is not None and not (isinstance(block, (list, tuple)) and len(block) == 2
+                                          and all(is_int(b) for b in block) and 0 <= block[0] < block[1]
+                                          and (n_topics is None or block[1] <= n_topics)):
+                raise ParamError("topic_block", "topic_block must be two topic indices [start, stop) with "
+                                 f"0 <= start < stop <= n_topics, got {show(block)}")
+            whole = block is None or n_topics is not None and block[1] - block[0] == n_topics
+            if not _finite(outside) or not 0 <= outside < 1 or (whole and outside):
+                raise ParamError("outside", "outside (the weight on topics outside topic_block) must lie in [0, 1), "
+                                 f"and be 0 without a topic_block leaving topics out; got {show(outside)}")
 
     # ------------------------------------------------------------------ construction helpers
     @classmethod

@@ -194,7 +194,8 @@ def exposure_metrics(topics: np.ndarray | None, authors: np.ndarray | None, n_to
     ``topics``), ``author_exposure_gini`` (from ``authors``); with ``groups`` also
     ``deep_cocoon_share_by_group``, ``cross_cutting_share_by_group`` and ``cross_cutting_share``
     (mean over viewers). Keys whose input is None are omitted. ``threshold`` defaults to
-    ``default_cocoon_threshold(n_topics)`` = 0.5 ln K. With ``groups``, rows are agents
+    ``default_cocoon_threshold(n_topics)`` = 0.5 ln K. ``mean_topic_entropy_by_group`` also comes
+    with ``groups``. With ``groups``, rows are agents
     0..n_agents-1, so ``len(groups) == n_agents == n_viewers``.
     """
     t = None if topics is None else np.asarray(topics)
@@ -219,6 +220,8 @@ def exposure_metrics(topics: np.ndarray | None, authors: np.ndarray | None, n_to
         if groups is not None:
             out["deep_cocoon_share_by_group"] = {
                 str(k): v for k, v in deep_cocoon_share(h, thr, groups).items()}
+            labels = np.asarray(groups)
+            out["mean_topic_entropy_by_group"] = {str(k): mean_topic_entropy(h[labels == k]) for k in np.unique(labels)}
     if a is not None:
         out["author_exposure_gini"] = author_exposure_gini(a, n_agents)
         if groups is not None:

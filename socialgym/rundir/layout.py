@@ -99,7 +99,7 @@ ROUND_COLUMNS = ("round", "agent", "group", "policy", "coached", *REWARD_COLUMNS
 NETWORK_METRICS = ("n_edges", "density", "clustering", "lcc_fraction", "avg_shortest_path", "modularity",
                    "homophily", "directed_density", "directed_clustering")
 EXPOSURE_METRICS = ("mean_topic_entropy", "deep_cocoon_share", "author_exposure_gini", "cross_cutting_share")
-GROUP_EXPOSURE_METRICS = ("deep_cocoon_share", "cross_cutting_share")
+GROUP_EXPOSURE_METRICS = ("deep_cocoon_share", "cross_cutting_share", "mean_topic_entropy")
 """The exposure metrics network.csv also gives per group (``<metric>:<group>``)."""
 SURVEY_COLUMNS = ("round", "agent", "group", "policy", "survey", "item", "scale", "answer", "status", "source")
 """surveys.csv: one row per agent, item and round."""

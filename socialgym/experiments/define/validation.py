@@ -263,19 +263,15 @@ def _check_scripted(kind: str, params: dict, where: str) -> None:
 def _check_topic_users(cfg: ExperimentConfig, i: int, params: dict, where: str) -> None:
     """A topic_users group: its preferences come from env.agent_interests (labels or a matrix) or,
     without them, are drawn from its seed (``interests_per_agent``, ``interest_decay``,
-    ``concentration``) over env.topics; the runner then gives the drawn matrix to the platform,
-    so only one group may draw."""
+    ``concentration``, ``topic_block``, ``outside``) over env.topics; the runner then gives each
+    group's drawn rows to the platform."""
     from socialgym.baselines.topic_users import TopicUsers
     from socialgym.recommenders import ParamError
 
     interests, topics = cfg.env.get("agent_interests"), cfg.env.get("topics", FeedConfig.topics)
-    drawing = sum(g.kind == "topic_users" for g in cfg.policy_groups())
-    if interests is None and drawing > 1:
-        raise ConfigError(f"{where}: {drawing} topic_users groups would each draw preferences; give "
-                          "env.agent_interests (one topic per agent, or an (n, K) preference matrix) or use one group")
     taken = {"preferences", "layout", "n_agents", "agent_ids", "n_topics"}
     if interests is not None:
-        taken |= {"interests_per_agent", "interest_decay"}
+        taken |= {"interests_per_agent", "interest_decay", "topic_block", "outside"}
     allowed = [k for k in inspect.signature(TopicUsers).parameters if k not in taken]
     unknown = sorted(set(params) - set(allowed), key=str)
     if unknown:
@@ -286,15 +282,16 @@ def _check_topic_users(cfg: ExperimentConfig, i: int, params: dict, where: str) 
             TopicUsers.check_interests(interests, topics, params.get("concentration", 0.8))
             TopicUsers.check_params(**{k: v for k, v in params.items() if k != "concentration"})
             return
-        TopicUsers.check_params(**params)
+        n_topics = min(len(topics), int(cfg.env.get("max_topics", FeedConfig.max_topics)))
+        TopicUsers.check_params(n_topics=n_topics, **params)
     except ParamError as exc:
         raise ConfigError(f"{where}.{exc}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    n_topics = min(len(topics), int(cfg.env.get("max_topics", FeedConfig.max_topics)))
-    k = params.get("interests_per_agent", 1)
-    if k > n_topics:
-        raise ConfigError(f"{where}.interests_per_agent = {k} exceeds the {n_topics} topics of env.topics")
+    k, block = params.get("interests_per_agent", 1), params.get("topic_block") or (0, n_topics)
+    if k > block[1] - block[0]:
+        raise ConfigError(f"{where}.interests_per_agent = {k} exceeds the {block[1] - block[0]} topics "
+                          + ("of env.topics" if params.get("topic_block") is None else "of its topic_block"))
 
 
 def _check_social_users(cfg: ExperimentConfig, params: dict, where: str) -> None:

@@ -150,8 +150,8 @@ class RunRecorder:
         for key in EXPOSURE_METRICS:
             network[key] = exposure.get(key)
         for g in self.group_names:
-            network[f"deep_cocoon_share:{g}"] = (exposure.get("deep_cocoon_share_by_group") or {}).get(g)
-            network[f"cross_cutting_share:{g}"] = (exposure.get("cross_cutting_share_by_group") or {}).get(g)
+            for metric in layout.GROUP_EXPOSURE_METRICS:
+                network[f"{metric}:{g}"] = (exposure.get(f"{metric}_by_group") or {}).get(g)
         network["mean_total"] = float(rec.totals.mean())
         total = usage.total() if usage is not None else {}
         network.update(llm_calls=int(total.get("requests", 0)), prompt_tokens=int(total.get("prompt_tokens", 0)),

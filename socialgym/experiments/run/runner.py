@@ -60,9 +60,6 @@ CHECKPOINT_VERSION = 3      # 2: LLM agents with full memory (issue 14); 3: sign
 
 
 # ---------------------------------------------------------------------------------- public API
-"""Policy kinds that read the numeric observation (the runner then builds the env with obs_format both)."""
-
-
 def run_experiment(cfg: ExperimentConfig, out: str | Path, *, condition: Mapping | None = None,
                    replicate: int = 0, progress: bool | None = None) -> dict:
     """Run ``cfg`` (a single cell: its ``sweep`` section is ignored here, see ``sweep.py``) into
@@ -441,9 +438,12 @@ class _RunExecution:
                 group_of[id(owner)] = g
         if llm_agents:
             owners[self._llm_policy(client, groups, personas, agents, coached_agents)] = llm_agents
-        drawn = [o for o in owners if group_of.get(id(o)) is not None and group_of[id(o)].kind == "topic_users"]
-        if env_kwargs.get("agent_interests") is None and drawn:     # drawn tastes: the platform's too
-            env_kwargs["agent_interests"] = np.array(drawn[0].preferences)
+        drawn = [(o, m) for o, m in owners.items() if getattr(group_of.get(id(o)), "kind", None) == "topic_users"]
+        if env_kwargs.get("agent_interests") is None and drawn:   # drawn tastes, each group's own rows: the platform's
+            rows = env_kwargs["agent_interests"] = np.array(drawn[0][0].preferences)
+            for owner, mine in drawn[1:]:
+                span = slice(agents.index(mine[0]), agents.index(mine[0]) + len(mine))
+                rows[span] = owner.preferences[span]
         if cfg.policy.groups and "agent_groups" not in env_kwargs:
             env_kwargs["agent_groups"] = labels
         if cfg.llm is not None and cfg.llm.tie_scorer:

@@ -21,8 +21,12 @@ the cross-cutting share (author of the other camp) of the pool (the supply), of 
 (shown) and of the feed items users comment on (chosen). The gap between consumption and
 supply splits exactly into ranking (shown - supply) and choice (chosen - shown), in points.
 
-Every run (one seed) gives, per measure, the mean over its last third of rounds. Writes
-``summary.json`` (format in :func:`summary`) to ``--out``.
+Each part is a sweep through the experiment runner (``cocoon/`` and ``polar/`` under ``--out``:
+one condition per ``env.rerank``, ``replicates`` runs each on common random numbers), so every
+run is an ordinary run directory (``report``, ``view``, ``compare``, ``validate``). The measures
+are read back from the runs — ``network.csv``'s exposure metrics per round and group, the pool
+and the comments from ``events.jsonl`` — and every run gives, per measure, the mean over its last
+third of rounds. Writes ``summary.json`` (format in :func:`summary`) to ``--out``.
 """
 
 from __future__ import annotations
@@ -30,21 +34,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-import socialgym
-from socialgym.baselines.topic_users import TopicUsers
-from socialgym.metrics import (
-    cross_cutting_share, deep_cocoon_share, default_cocoon_threshold, topic_counts, topic_entropy,
-)
-from socialgym.platform.actions import COM, POST
-from socialgym.platform.validation import check_int, is_int, is_number
+from socialgym.metrics import default_cocoon_threshold
+from socialgym.platform.validation import check_int, is_number
 from socialgym.recommenders.registry import QUOTA_KINDS
-from socialgym.rundir import layout
+from socialgym.rundir import Run, layout, read_sweep
 from socialgym.rundir.files import finite_json
 
 STRATEGIES = QUOTA_KINDS
@@ -86,8 +85,12 @@ class StudyArgs:
     """The cocoon part's recommender (learns from engagement, refitted every round)."""
     polar_recommender: str = "chronological"
     """The polarisation part's base ranking (the paper: a feed ranked by recency, then penalised)."""
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    """One independent run per seed; the same seed in every condition."""
+    seed: int = 0
+    """Seed of replicate 0; replicate k runs with ``seed + k`` in every condition."""
+    replicates: int = 5
+    """Independent runs per condition."""
+    workers: int | None = None
+    """Parallel runs (None: one per core)."""
 
     def __post_init__(self) -> None:
         for name in ("agents", "rounds", "topics", "feed_size", "n_head", "n_tail", "polar_agents", "polar_rounds",
@@ -96,34 +99,58 @@ class StudyArgs:
         for name in ("share", "strength", "cross_interest"):
             if not is_number(getattr(self, name), numpy=False) or not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be a number in [0, 1], got {getattr(self, name)!r}")
-        if not self.seeds or any(not is_int(x, numpy=False) or x < 0 for x in self.seeds):
-            raise ValueError(f"seeds must be integers >= 0, got {self.seeds!r}")
+        check_int("seed", self.seed, 0, 2**31 - 1, numpy=False)
+        check_int("replicates", self.replicates, 1, 10_000, numpy=False)
+        if self.polar_topics < 2 or self.polar_topics % 2 or self.polar_agents % 2:
+            raise ValueError(f"polar_topics and polar_agents must be even (two camps, two halves of the topics), "
+                             f"got {self.polar_topics} and {self.polar_agents}")
+        if self.agents < len(GROUPS):
+            raise ValueError(f"agents must be at least {len(GROUPS)} (one per interest-breadth group), got {self.agents}")
 
 
 QUICK = dict(agents=60, rounds=6, topics=12, feed_size=6, n_head=3, n_tail=3,
-             polar_agents=40, polar_rounds=6, polar_feed=8, seeds=(0, 1))
+             polar_agents=40, polar_rounds=6, polar_feed=8, replicates=2)
 
 
-# --------------------------------------------------------------------------- populations
-def cocoon_population(args: StudyArgs, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(preferences (n, K), group label per agent): equal thirds, agent i in group i mod 3."""
-    rng = np.random.default_rng(seed)
-    labels = np.array([GROUPS[i % len(GROUPS)][0] for i in range(args.agents)])
-    prefs = np.zeros((args.agents, args.topics))
-    for label, favourites, weight in GROUPS:
-        rows = np.flatnonzero(labels == label)
-        prefs[rows] = TopicUsers.make_preferences(len(rows), args.topics, rng, interests_per_agent=favourites,
-                                                  concentration=weight)
-    return prefs, labels
+# --------------------------------------------------------------------------- the two sweeps
+def _sizes(n: int, parts: int) -> list[int]:
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+
+def _sweep(args: StudyArgs, env: dict, groups: list[dict], reranks: list[list]):
+    from socialgym.experiments.define import load_config
+
+    return load_config({
+        "seed": args.seed, "env": {**env, "exposure_window": 1, "sentiment": "tone"},
+        "policy": {"groups": groups}, "logging": {"ties": False, "report": False, "progress": False},
+        "run": {"replicates": args.replicates, "snapshots": False, **({"workers": args.workers} if args.workers else {})},
+        "sweep": {"env.rerank": reranks}})
+
+
+def cocoon_config(args: StudyArgs):
+    """§7.4: three ``topic_users`` groups of equal size (narrow, medium, broad: 1, 2, 4 favourites
+    drawn from each group's seed) under ``args.recommender``; conditions: no re-ranking and each
+    quota strategy aimed at the target group (``users``: its agents)."""
+    sizes = _sizes(args.agents, len(GROUPS))
+    groups = [{"name": label, "kind": "topic_users", "agents": size,
+               "params": {"interests_per_agent": favourites, "concentration": weight}}
+              for (label, favourites, weight), size in zip(GROUPS, sizes)]
+    target = [g["name"] == TARGET_GROUP for g in groups for _ in range(g["agents"])]
+    env = {"n_agents": args.agents, "max_rounds": args.rounds, "topics": [f"topic_{i}" for i in range(args.topics)],
+           "max_topics": max(args.topics, 32), "recommender": args.recommender, "feed_size": args.feed_size,
+           "vote_feed_size": args.feed_size}
+    return _sweep(args, env, groups, [[], *([{"kind": kind, "share": args.share, "n_head": args.n_head,
+                                               "n_tail": args.n_tail, "users": target}] for kind in STRATEGIES)])
 
 
 def camp_population(args: StudyArgs, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(preferences (n, K), camp index per agent): camp c = i mod 2 holds ``1 - cross_interest``
     of its weight on its half of the (even number of) topics, drawn as in ``make_preferences``
-    (one favourite), and spreads ``cross_interest`` evenly over the other half."""
+    (one favourite), and spreads ``cross_interest`` evenly over the other half. The camps
+    alternate so that a recency-ranked feed mixes them (authors post in index order)."""
+    from socialgym.baselines.topic_users import TopicUsers
+
     n, k = args.polar_agents, args.polar_topics
-    if k < 2 or k % 2:
-        raise ValueError(f"polar_topics must be an even number >= 2, got {k}")
     half = k // 2
     camp = np.arange(n) % 2
     own = TopicUsers.make_preferences(n, half, np.random.default_rng(seed))
@@ -134,96 +161,71 @@ def camp_population(args: StudyArgs, seed: int) -> tuple[np.ndarray, np.ndarray]
     return prefs, camp
 
 
-def _env(recommender: str, prefs: np.ndarray, rerank: list, seed: int, rounds: int, feed: int):
-    k = prefs.shape[1]
-    return socialgym.parallel_env(
-        n_agents=len(prefs), max_rounds=rounds, topics=[f"topic_{i}" for i in range(k)], max_topics=max(k, 32),
-        recommender=recommender, rerank=rerank, feed_size=feed, vote_feed_size=feed,
-        obs_format="numeric", agent_interests=prefs, exposure_window=1, sentiment="tone", seed=seed)
+def polar_config(args: StudyArgs):
+    """§7.5: two alternating camps (:func:`camp_population`, drawn once from ``args.seed``; the
+    platform's ``agent_groups``) of ``topic_users`` under ``args.polar_recommender``; conditions:
+    no re-ranking and the stance penalty by camp."""
+    prefs, camp = camp_population(args, args.seed)
+    env = {"n_agents": args.polar_agents, "max_rounds": args.polar_rounds,
+           "topics": [f"topic_{i}" for i in range(args.polar_topics)], "max_topics": max(args.polar_topics, 32),
+           "recommender": args.polar_recommender, "feed_size": args.polar_feed, "vote_feed_size": args.polar_feed,
+           "agent_interests": prefs.tolist(), "agent_groups": [CAMPS[c] for c in camp]}
+    groups = [{"name": "camps", "kind": "topic_users", "agents": args.polar_agents}]
+    return _sweep(args, env, groups, [[], [{"kind": "stance_penalty", "stances": camp.tolist(),
+                                            "strength": args.strength}]])
 
 
-def _play(env, prefs: np.ndarray, seed: int, on_round) -> None:
-    """Run the episode with scripted users; ``on_round(env)`` after every vote step."""
-    users = TopicUsers.for_env(env, prefs, seed=seed)
-    obs, _ = env.reset(seed=seed)
-    while env.agents:
-        phase = env.phase
-        obs, *_ = env.step_arrays(users.act_arrays(obs))
-        if phase == "vote":
-            on_round(env)
+def run_study(args: StudyArgs, out: str | Path, progress: bool | None = False) -> dict[str, dict]:
+    """Both sweeps into ``out/cocoon`` and ``out/polar``; returns :func:`read_runs` of each."""
+    from socialgym.experiments.run.sweep import run_sweep
+
+    for part, config in (("cocoon", cocoon_config), ("polar", polar_config)):
+        run_sweep(config(args), Path(out) / part, progress=progress)
+    return {part: read_runs(Path(out) / part) for part in ("cocoon", "polar")}
 
 
-# --------------------------------------------------------------------------- runs
-def cocoon_run(args: StudyArgs, condition: str, seed: int) -> dict[str, list[float]]:
-    """One run of the cocoon part; per-round series (rounds 2.. with a feed)."""
-    prefs, labels = cocoon_population(args, seed)
-    rerank = [] if condition == "base" else [
-        {"kind": condition, "share": args.share, "n_head": args.n_head, "n_tail": args.n_tail,
-         "users": (labels == TARGET_GROUP).tolist()}]
-    env = _env(args.recommender, prefs, rerank, seed, args.rounds, args.feed_size)
-    threshold = default_cocoon_threshold(args.topics)
-    favourite = prefs > prefs.min(axis=1, keepdims=True)
-    series: dict[str, list[float]] = {}
-
-    def on_round(env) -> None:
-        topics = env.last_round.batch.feed_topics
-        if not (topics >= 0).any():
-            return
-        h = topic_entropy(topic_counts(topics, args.topics))
-        add = (lambda key, value: series.setdefault(key, []).append(float(value)))
-        add("deep_cocoon_share", deep_cocoon_share(h, threshold))
-        for label, share in deep_cocoon_share(h, threshold, labels).items():
-            add(f"deep_cocoon_share:{label}", share)
-        shown = topics >= 0
-        off = shown & ~np.take_along_axis(favourite, np.maximum(topics, 0), axis=1)
-        for label in np.unique(labels):
-            rows = labels == label
-            add(f"topic_entropy:{label}", np.nanmean(h[rows]))
-            add(f"non_favourite_share:{label}", off[rows].sum() / max(shown[rows].sum(), 1))
-
-    _play(env, prefs, seed, on_round)
-    return series
+def read_runs(sweep: Path) -> dict[str, list[Run]]:
+    """Condition -> its runs in replicate order: ``base`` (no re-ranking) or the re-ranker's kind."""
+    manifest = read_sweep(sweep)
+    if manifest is None:
+        raise ValueError(f"{sweep} holds no sweep ({layout.SWEEP})")
+    runs: dict[str, list[tuple[int, Run]]] = {}
+    for job in manifest["jobs"]:
+        rerank = job["condition"]["env.rerank"]
+        run = Run(sweep / job["out"])
+        run.require(layout.NETWORK, layout.SUMMARY)
+        runs.setdefault(rerank[0]["kind"] if rerank else "base", []).append((job["replicate"], run))
+    return {c: [r for _, r in sorted(rs, key=lambda x: x[0])] for c, rs in runs.items()}
 
 
-def polar_run(args: StudyArgs, condition: str, seed: int) -> dict[str, list[float]]:
-    """One run of the polarisation part; per-round cross-cutting shares."""
-    prefs, camp = camp_population(args, seed)
-    rerank = [] if condition == "base" else [{"kind": "stance_penalty", "stances": camp.tolist(),
-                                              "strength": args.strength}]
-    env = _env(args.polar_recommender, prefs, rerank, seed, args.polar_rounds, args.polar_feed)
-    series: dict[str, list[float]] = {}
-
-    def on_round(env) -> None:
-        batch = env.last_round.batch
-        if not (batch.feed >= 0).any():
-            return
-        author = env.content.column("author")
-        shown = np.where(batch.feed >= 0, author[np.maximum(batch.feed, 0)], -1)
-        com = batch.kind == COM
-        sender, target = batch.sender[com].astype(np.int64), batch.target_id[com]
-        in_feed = (batch.feed[sender] == target[:, None]).any(axis=1)
-        picked = camp[author[target[in_feed]]] != camp[sender[in_feed]]
-        add = (lambda key, value: series.setdefault(key, []).append(float(value)))
-        add("supply", _supply_share(env, camp, batch.round))
-        add("shown", np.nanmean(cross_cutting_share(shown, camp)))
-        add("chosen", picked.mean() if len(picked) else np.nan)
-
-    _play(env, prefs, seed, on_round)
-    return series
+def _series(run: Run, column: str) -> list[float]:
+    """A network.csv column per round from round 2 (round 1's feeds are empty)."""
+    return [float(r[column]) if r.get(column) not in (None, "") else float("nan")
+            for r in run.network if int(r["round"]) >= 2]
 
 
-def _supply_share(env, camp: np.ndarray, rnd: int) -> float:
-    """Mean over viewers of the other camp's share of the round's pool (public items of earlier
-    rounds, the viewer's own left out)."""
-    content = env.content
-    public = np.isin(content.column("kind"), (POST, COM)) & (content.column("round") < rnd)
-    authors = content.column("author")[public].astype(np.int64)
-    own = np.bincount(authors, minlength=len(camp))
-    per_camp = np.bincount(camp[authors], minlength=2)
-    same = per_camp[camp] - own
-    other = per_camp[1 - camp]
-    total = same + other
-    return float(np.mean(other[total > 0] / total[total > 0]))
+def polar_series(run: Run, camp: np.ndarray) -> dict[str, list[float]]:
+    """Per round from 2: the other camp's share of the pool (public items of earlier rounds, the
+    viewer's own left out; mean over viewers), of the feed (network.csv) and of the items users
+    comment on (every comment targets an item of the commenter's feed)."""
+    index = lambda agent: int(str(agent).rpartition("_")[2])          # noqa: E731  agent_12 -> 12
+    items = [(e["round"], index(e["sender"])) for e in run.events if e and e.get("kind") in ("POST", "COM")]
+    comments = [(e["round"], index(e["sender"]), index(e["recipient"])) for e in run.events
+                if e and e.get("kind") == "COM" and e.get("recipient")]
+    rounds = np.array([r for r, _ in items], np.int64)
+    authors = np.array([a for _, a in items], np.int64)
+    out: dict[str, list[float]] = {"supply": [], "chosen": [],
+                                   "shown": _series(run, "cross_cutting_share")}
+    for r in sorted({int(row["round"]) for row in run.network if int(row["round"]) >= 2}):
+        pool = authors[rounds < r]
+        own = np.bincount(pool, minlength=len(camp))
+        per_camp = np.bincount(camp[pool], minlength=2)
+        same, other = per_camp[camp] - own, per_camp[1 - camp]
+        total = same + other
+        out["supply"].append(float(np.mean(other[total > 0] / total[total > 0])) if (total > 0).any() else float("nan"))
+        picked = [camp[s] != camp[t] for rnd, s, t in comments if rnd == r]
+        out["chosen"].append(float(np.mean(picked)) if picked else float("nan"))
+    return out
 
 
 # --------------------------------------------------------------------------- summary
@@ -238,33 +240,29 @@ def _first_third(values: list[float]) -> float:
     return float(np.nanmean(v[:max(len(v) // 3, 1)]))
 
 
-def cocoon_measures(args: StudyArgs) -> dict:
-    runs = {c: [cocoon_run(args, c, s) for s in args.seeds] for c in ("base",) + STRATEGIES}
-    conditions = list(runs)
+def cocoon_measures(runs: dict[str, list[Run]]) -> dict:
+    conditions = ["base", *STRATEGIES]
     measures: dict = {"deep_cocoon_share": {
         "description": "share of all users whose round feed has topic entropy < 0.5 ln K (deep cocoon), "
                        "mean over the run's last third of rounds; fraction 0-1",
-        "per_run": {c: [_last_third(r["deep_cocoon_share"]) for r in runs[c]] for c in conditions}}}
+        "per_run": {c: [_last_third(_series(r, "deep_cocoon_share")) for r in runs[c]] for c in conditions}}}
     for label, _, _ in GROUPS:
         measures[f"deep_cocoon_share:{label}"] = {
             "description": f"share of the {label}-interest group in a deep cocoon (feed topic entropy "
                            f"< 0.5 ln K), mean over the run's last third of rounds; fraction 0-1",
-            "per_run": {c: [_last_third(r[f"deep_cocoon_share:{label}"]) for r in runs[c]] for c in conditions}}
+            "per_run": {c: [_last_third(_series(r, f"deep_cocoon_share:{label}")) for r in runs[c]]
+                        for c in conditions}}
+        entropy = {c: [_series(r, f"mean_topic_entropy:{label}") for r in runs[c]] for c in conditions}
         measures[f"entropy_drop:{label}"] = {
             "description": f"mean feed topic entropy of the {label} group in the run's first third of rounds "
                            f"minus in its last third (> 0: a cocoon forms); nats",
-            "per_run": {c: [_first_third(r[f"topic_entropy:{label}"]) - _last_third(r[f"topic_entropy:{label}"])
-                            for r in runs[c]] for c in conditions}}
-        measures[f"non_favourite_share:{label}"] = {
-            "description": f"share of the {label} group's feed items on topics outside each user's favourites "
-                           f"(its tail topics), mean over the run's last third of rounds; fraction 0-1",
-            "per_run": {c: [_last_third(r[f"non_favourite_share:{label}"]) for r in runs[c]] for c in conditions}}
+            "per_run": {c: [_first_third(e) - _last_third(e) for e in entropy[c]] for c in conditions}}
     return measures
 
 
-def polar_measures(args: StudyArgs) -> dict:
-    runs = {c: [polar_run(args, c, s) for s in args.seeds] for c in ("base", "stance_penalty")}
-    last = {c: [{k: _last_third(v) for k, v in r.items()} for r in rs] for c, rs in runs.items()}
+def polar_measures(runs: dict[str, list[Run]], args: StudyArgs) -> dict:
+    camp = np.arange(args.polar_agents) % 2
+    last = {c: [{k: _last_third(v) for k, v in polar_series(r, camp).items()} for r in rs] for c, rs in runs.items()}
     what = {"supply": "of the candidate pool (public items of earlier rounds, own left out)",
             "shown": "of the feed items shown", "chosen": "of the feed items users comment on"}
     measures = {f"cross_cutting_{key}": {
@@ -281,11 +279,12 @@ def polar_measures(args: StudyArgs) -> dict:
     return measures
 
 
-def summary(args: StudyArgs, command: str, started: float) -> dict:
+def summary(args: StudyArgs, runs: dict[str, dict], command: str, started: float) -> dict:
     """The study's summary: ``study``, ``command``, ``wall_seconds``, ``population``, ``design``,
-    ``measures`` ({name: {description, per_run: {condition: [one float per seed]}}}), ``notes``."""
-    measures = {**cocoon_measures(args), **polar_measures(args)}
-    design = {"agents": args.agents, "rounds": args.rounds, "runs": len(args.seeds), "seeds": list(args.seeds),
+    ``measures`` ({name: {description, per_run: {condition: [one float per replicate]}}}), ``notes``."""
+    measures = {**cocoon_measures(runs["cocoon"]), **polar_measures(runs["polar"], args)}
+    design = {"agents": args.agents, "rounds": args.rounds, "runs": args.replicates,
+              "seeds": list(range(args.seed, args.seed + args.replicates)),
               "topics": args.topics, "feed_size": args.feed_size, "recommender": args.recommender,
               "groups": [g[0] for g in GROUPS], "target_group": TARGET_GROUP,
               "share": args.share, "n_head": args.n_head, "n_tail": args.n_tail,
@@ -309,6 +308,8 @@ NOTES = [
     "§7.5: camps by interests (own half of the topics), not ideology scores; outlets are users",
     "§7.5: gaps are measured against the pool's supply, not against a control condition",
     "§7.5: the feed draws on every user's posts (recency order), not only on followed outlets",
+    "§7.5: the camps' preferences are drawn once from the study's seed; replicates differ in the users' "
+    "choices and the ranking's draws",
 ]
 
 
@@ -317,7 +318,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     parser = argparse.ArgumentParser(prog="socialgym study agentsociety", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help=f"output directory for {layout.SUMMARY}")
+    parser.add_argument("--out", required=True, help="the study directory (a new one)")
     parser.add_argument("--quick", action="store_true", help="a tiny design (seconds), for tests")
     add_dataclass_arguments(parser, StudyArgs())
     ns = parser.parse_args(argv)
@@ -326,18 +327,17 @@ def main(argv: list[str] | None = None) -> dict:
     if ns.quick:
         args = dataclasses.replace(args, **QUICK)
     command = "socialgym study agentsociety --out DIR" + (" --quick" if ns.quick else "")
-    result = summary(args, command, started)
+    runs = run_study(args, ns.out)
+    result = summary(args, runs, command, started)
     result["wall_seconds"] = round(time.time() - started, 2)
-    os.makedirs(ns.out, exist_ok=True)
-    path = os.path.join(ns.out, layout.SUMMARY)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2)
-    print(f"wrote {path} in {result['wall_seconds']:.1f} s")
+    path = Path(ns.out) / layout.SUMMARY
+    path.write_text(json.dumps(result, indent=2, allow_nan=False), encoding="utf-8")
+    print(f"wrote {path} in {result['wall_seconds']:.1f} s (run directories under cocoon/ and polar/)")
     return result
 
 
-__all__ = ["StudyArgs", "STRATEGIES", "GROUPS", "cocoon_population", "camp_population", "cocoon_run",
-           "polar_run", "cocoon_measures", "polar_measures", "summary", "main"]
+__all__ = ["StudyArgs", "STRATEGIES", "GROUPS", "CAMPS", "cocoon_config", "polar_config", "run_study", "read_runs",
+           "camp_population", "polar_series", "cocoon_measures", "polar_measures", "summary", "main"]
 
 if __name__ == "__main__":
     main()

@@ -5,10 +5,10 @@ experiment runner and its sweeps, judged by ``ties_coach`` / ``fork_studies`` (`
 ``soc-strategy``, ``misinformation``) or by ``platform_objectives`` — or has **its own arguments**:
 a module with an ``Args``-like dataclass (a docstring per field, which :func:`add_dataclass_arguments`
 turns into options) and ``main(argv)``, to which ``socialgym study NAME ...`` hands the rest of the
-command line (``socialgym study NAME --help`` shows them). ``cocoon`` and ``recagent`` build a sweep
-config from their arguments and run it through the runner like the others; ``agentsociety``,
-``moderation`` and ``co-adaptation`` still play their own loops (``writes_runs`` False: their
-outputs are not run directories yet). Each entry's one-line summary is the first paragraph of its
+command line (``socialgym study NAME --help`` shows them). ``cocoon``, ``recagent`` and
+``agentsociety`` build sweep configs from their arguments and run them through the runner like
+the others; ``moderation``, ``co-adaptation`` and ``platform-objectives`` still play their own
+loops (``writes_runs`` False: their outputs are not run directories yet). Each entry's one-line summary is the first paragraph of its
 module's docstring, so it is written once.
 """
 
@@ -68,7 +68,7 @@ STUDIES: tuple[StudyEntry, ...] = (
                "a false claim at round 5 and its correction at round 8, with a stance survey"),
     StudyEntry("platform-objectives", f"{_STUDIES}.platform_objectives", False, writes_runs=False),
     StudyEntry("recagent", f"{_STUDIES}.recagent", True, args="RecAgentArgs"),
-    StudyEntry("agentsociety", f"{_STUDIES}.agentsociety", True, writes_runs=False, args="StudyArgs"),
+    StudyEntry("agentsociety", f"{_STUDIES}.agentsociety", True, args="StudyArgs"),
     StudyEntry("cocoon", f"{_STUDIES}.cocoon", True, args="CocoonArgs"),
     StudyEntry("moderation", f"{_STUDIES}.moderation", True, writes_runs=False, args="ModerationExperiment"),
     StudyEntry("co-adaptation", f"{_STUDIES}.coadaptation", True, writes_runs=False, args="Args"),
