@@ -182,8 +182,7 @@ def _runs(tmp_path, n=3, data=SCRIPTED):
 
 
 def test_a_run_logs_the_decisions_it_is_asked_for(tmp_path):
-    from socialgym.rundir import layout
-    from socialgym.rundir.runs import read_rounds
+    from socialgym.rundir import Run, layout
 
     (run,) = _runs(tmp_path, 1)
     assert sorted(layout.decision_files(run)) == [1, 2, 3, 4]
@@ -193,7 +192,9 @@ def test_a_run_logs_the_decisions_it_is_asked_for(tmp_path):
     act = decisions["act"]
     w = act.layout.slot_width
     types = act.action[:, 0:act.layout.act_length:w]
-    for row in read_rounds(run):
+    rows = Run(run).rounds
+    assert rows
+    for row in rows:
         i, r = int(row["agent"].rpartition("_")[2]), int(row["round"])
         mine = types[(act.agent == i) & (act.round == r)]
         assert [int((mine == k).sum()) for k in range(4)] == [int(row[t]) for t in ("POST", "COM", "DM", "NOT")]
@@ -203,7 +204,7 @@ def test_a_run_logs_the_decisions_it_is_asked_for(tmp_path):
 def test_distill_command_writes_a_model_and_a_fidelity_report(tmp_path, capsys):
     from socialgym.training.torch_policy import TorchPolicy
     from socialgym.cli import main
-    from socialgym.rundir import layout
+    from socialgym.rundir import Run, layout
 
     runs = _runs(tmp_path)
     report = tmp_path / "report"
@@ -219,8 +220,7 @@ def test_distill_command_writes_a_model_and_a_fidelity_report(tmp_path, capsys):
     assert {"action types", "targets", "tones", "votes", "mean total reward", "tie out-degree"} <= set(stats)
     assert 0 <= stats["action types"]["distance"] <= 1
     # the replay ran the distilled network for every agent (both groups were logged), same seed
-    from socialgym.rundir.runs import read_rounds
-    rows = read_rounds(Path(replay["replay"]))
+    rows = Run(replay["replay"]).rounds
     assert {r["policy"] for r in rows} == {"distilled"}
     assert "| action types |" in (report / layout.FIDELITY_MD).read_text()
 

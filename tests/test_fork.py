@@ -16,6 +16,7 @@ from capabilities import need_module
 import scipy.sparse as sp
 
 from socialgym.experiments import ConfigError, RunError, load_config, run_experiment
+from socialgym.rundir import Run
 from socialgym.rundir.layout import snapshot_path
 from socialgym.experiments.analysis.compare import compare
 from socialgym.experiments.run.fork import fork_run
@@ -71,8 +72,8 @@ def test_a_fork_without_change_equals_the_original_byte_for_byte(base_run, tmp_p
         assert (tmp_path / "same" / name).read_bytes() == (base_run / name).read_bytes(), name
     for r in range(1, 7):
         assert (tie_matrix(base_run, r) != tie_matrix(tmp_path / "same", r)).nnz == 0
-    meta = json.loads((tmp_path / "same" / "run.json").read_text())
-    original = json.loads((base_run / "run.json").read_text())
+    meta = Run(tmp_path / "same").info
+    original = Run(base_run).info
     assert meta["fork"] == {"of": str(base_run.resolve()), "run_id": original["run_id"], "at_round": 3,
                             "changes": []}
     assert meta["run_id"] != original["run_id"] and meta["seed"] == original["seed"]
@@ -108,7 +109,7 @@ def test_a_fork_of_a_fork_before_its_start_forks_the_origin(base_run, tmp_path):
     fork_run(base_run, 4, first, progress=False)
     assert not snapshot_path(first, 2).exists()
     fork_run(first, 2, tmp_path / "second", progress=False)
-    meta = json.loads((tmp_path / "second" / "run.json").read_text())
+    meta = Run(tmp_path / "second").info
     assert meta["fork"]["of"] == str(base_run.resolve()) and meta["fork"]["at_round"] == 2
     assert (tmp_path / "second" / "rounds.csv").read_bytes() == (base_run / "rounds.csv").read_bytes()
 
@@ -162,7 +163,7 @@ def test_the_fork_command(base_run, tmp_path):
 
     assert main(["fork", str(base_run), "--at-round", "2", "--out", str(tmp_path / "cli"), "--quiet",
                  "--set", "env.xi=0.3"]) == 0
-    meta = json.loads((tmp_path / "cli" / "run.json").read_text())
+    meta = Run(tmp_path / "cli").info
     assert meta["fork"]["changes"] == ["env.xi: 0.1 -> 0.3 from round 3"]
     assert main(["fork", str(base_run), "--at-round", "9", "--out", str(tmp_path / "bad")]) == 2
 
@@ -190,7 +191,7 @@ def test_an_llm_fork_without_change_replays_the_original_from_its_cache(tmp_path
     assert lines(changed / "rounds.csv", last=2) == lines(tmp_path / "llm" / "rounds.csv", last=2)
     assert {x.split(",")[4] for x in lines(changed / "rounds.csv", first=3)} == {"1"}     # coached from round 3
     assert "sk-test" not in (changed / "config.yaml").read_text() + (changed / "run.json").read_text()
-    meta = json.loads((changed / "run.json").read_text())
+    meta = Run(changed).info
     assert meta["fork"]["changes"] == ["coach of all agents: False -> True from round 3"]
 
 
@@ -209,7 +210,7 @@ def test_a_sweep_forks_its_conditions_from_the_first(tmp_path):
     for k in (0, 1):
         a, b = tmp_path / "s" / "runs" / control / f"rep_{k}", tmp_path / "s" / "runs" / treated / f"rep_{k}"
         assert lines(b / "rounds.csv", last=3) == lines(a / "rounds.csv", last=3)
-        assert json.loads((b / "run.json").read_text())["fork"]["at_round"] == 3
+        assert Run(b).info["fork"]["at_round"] == 3
     table = (tmp_path / "s" / "compare" / f"{treated}.csv").read_text().splitlines()
     assert table[0] == "round,metric,mean_a,mean_b,diff,ci_low,ci_high,n_pairs"
     n_ties = [x.split(",") for x in table[1:] if x.split(",")[1] == "n_ties"]
@@ -313,11 +314,11 @@ def test_a_rerank_only_fork_keeps_the_model_and_equals_the_rerank_intervention(t
              overrides=[f"interventions=[{{kind: rerank, at_round: 4, rerank: {steps}}}]"])
     for name in SAME:
         assert (tmp_path / "env" / name).read_bytes() == (tmp_path / "iv" / name).read_bytes(), name
-    changes = json.loads((tmp_path / "env" / "run.json").read_text())["fork"]["changes"]
+    changes = Run(tmp_path / "env").info["fork"]["changes"]
     assert changes == ['rerank: [] -> [{"kind":"random_replacement","n":1}] from round 4 (the model is kept)']
     # the same recommender with new parameters is a new model, and says so
     fork_run(tmp_path / "b", 3, tmp_path / "kw", overrides=["env.recommender_kwargs={w_like: 2.0}"], progress=False)
-    assert "a new model" in json.loads((tmp_path / "kw" / "run.json").read_text())["fork"]["changes"][0]
+    assert "a new model" in Run(tmp_path / "kw").info["fork"]["changes"][0]
 
 
 @pytest.mark.parametrize("override, key", [("llm.tie_scorer=true", "llm.tie_scorer"),

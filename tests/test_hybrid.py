@@ -25,7 +25,7 @@ def test_a_hybrid_run_against_the_fake(tmp_path):
     from socialgym.experiments import run_experiment
     from socialgym.experiments.run.distill import distill
     from socialgym.llm.testing import FakeServer
-    from socialgym.rundir import layout
+    from socialgym.rundir import Run, layout
     from socialgym.rundir.decisions import read_decisions
 
     env = {"n_agents": 40, "max_rounds": 3, "recommender": "random", "n_actions": 2, "feed_size": 4,
@@ -62,8 +62,7 @@ def test_a_hybrid_run_against_the_fake(tmp_path):
     decisions, _ = read_decisions([out])
     assert set(decisions["act"].agent.tolist()) == set(range(22))
     # no agent acted invalidly; the report sets the four tiers side by side
-    from socialgym.rundir.runs import read_rounds
-    rows = read_rounds(out)
+    rows = Run(out).rounds
     assert {r["policy"] for r in rows} == {"llm", "archetype", "distilled", "social_users"}
     assert sum(int(r["invalid"]) for r in rows) == 0
     page = (out / layout.REPORT).read_text()

@@ -148,3 +148,20 @@ def test_bytes_that_are_not_utf8_damage_a_csv_file_unless_its_last_line_was_cut(
     assert run.rounds == [] and "UnicodeDecodeError" in run.damaged[layout.ROUNDS]
     with pytest.raises(RunFileError, match="rounds.csv: not a CSV file socialgym wrote"):
         run.require(layout.ROUNDS)
+
+
+def test_each_file_is_read_once_and_says_what_it_holds(hand_run):
+    run = Run(hand_run)
+    assert run.summary is run.summary and run.info is run.info            # read on first use, then kept
+    assert [name.split(":")[0] for name in (Run.summary.__doc__, Run.info.__doc__, Run.rounds.__doc__,
+                                           Run.events.__doc__)] == [layout.SUMMARY, layout.RUN_INFO,
+                                                                    layout.ROUNDS, layout.EVENTS]
+
+
+def test_a_fork_names_the_damaged_run_json_it_cannot_read(hand_run, tmp_path):
+    from socialgym.experiments import RunError
+    from socialgym.experiments.run.fork import fork_run
+
+    (hand_run / layout.RUN_INFO).write_text('{"run_id": "ab')                   # cut mid-write
+    with pytest.raises(RunError, match=r"is not a run directory \(run\.json: not JSON\)"):
+        fork_run(hand_run, 1, tmp_path / "fork")

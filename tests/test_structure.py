@@ -6,7 +6,7 @@
 - a run-directory file name (``socialgym.rundir.layout``) is written as a string literal only in
   the package that owns the format, ``socialgym/rundir/`` (docstrings may name files);
 - no module outside ``socialgym/rundir/`` opens a run's file to read it: it reads through
-  ``socialgym.rundir.Run`` (issue 45; ``NOT_YET_THROUGH_RUN`` lists those not yet migrated);
+  ``socialgym.rundir.Run`` (issue 45; ``NOT_YET_THROUGH_RUN`` lists the writers, which read back what they wrote);
 - ``RUNTIME_PARAMS`` is defined once.
 """
 
@@ -148,15 +148,14 @@ RUN_PATHS = {"tie_path", "decision_path", "snapshot_path", "tie_files", "decisio
 READS = {"open", "read_text", "read_bytes", "load", "DictReader", "reader", "read_json", "read_jsonl", "read_csv",
          "read_records", "load_tie_matrix", "load_decision_file", "connect"}
 """Calls that open a file to read it (``open`` in a writing mode is a write). ``load_config`` is not one:
-config.yaml as a validated Config is the config layer's to read."""
+config.yaml as a validated Config is the config layer's to read; nor is a copy (``shutil.copyfile``,
+sqlite's ``backup``: :func:`_copies`), which moves a file's bytes into another without reading them."""
 NOT_YET_THROUGH_RUN = {
     # the writers: the recorder and the runner read back what they wrote (digests of the files a
     # checkpoint records, the tail of a file cut back on resume, a policy's weights) ...
     "socialgym/experiments/run/recorder.py",
     "socialgym/experiments/run/runner.py",
     "socialgym/experiments/run/checkpoint.py",       # ... and the digest of config.yaml a checkpoint records
-    # not yet migrated (issue 45): a fork copies the original's files and LLM cache
-    "socialgym/experiments/run/fork.py",
 }
 """Modules outside socialgym/rundir/ that still open a run's files themselves. Shrink it: a module
 that reads through ``socialgym.rundir.Run`` comes off (the test says when one no longer needs it)."""
@@ -182,6 +181,17 @@ def _is_write(call: ast.Call, name: str) -> bool:
     flags = {n.attr for m in modes for n in ast.walk(m) if isinstance(n, ast.Attribute)}     # os.open(path, os.O_...)
     return name == "open" and (bool(flags & {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND"}) or any(
         isinstance(m, ast.Constant) and set(str(m.value)) & set("wax") for m in modes))
+
+
+def _copies(nodes) -> set[int]:
+    """The calls of ``with connect(a) as x, connect(b) as y: x.backup(y)`` (ids): sqlite's copy of one
+    database into another, like ``shutil.copyfile`` (no ``READS``) a copy of a run's file, not a read of it."""
+    return {id(item.context_expr) for node in nodes if isinstance(node, ast.With) and len(node.body) == 1
+            and isinstance(call := getattr(node.body[0], "value", None), ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr == "backup"
+            and sorted(ast.unparse(a) for a in [call.func.value, *call.args])
+            == sorted(ast.unparse(i.optional_vars) for i in node.items if i.optional_vars is not None)
+            for item in node.items}
 
 
 def _walk_scope(scope: ast.AST):
@@ -249,8 +259,9 @@ def run_file_reads(trees: dict[Path, ast.AST] | None = None) -> dict[str, list[s
                     elif isinstance(node, ast.withitem) and node.optional_vars is not None \
                             and mentions(node.context_expr, tainted):
                         tainted |= {n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)}
+            copies = _copies(nodes)
             for node in nodes:
-                if not isinstance(node, ast.Call):
+                if not isinstance(node, ast.Call) or id(node) in copies:
                     continue
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -289,6 +300,9 @@ def test_the_scan_finds_a_run_file_opened_outside_run():
     assert not scan(head + "def f(run):\n    with open(run / layout.ROUNDS, 'a') as f:\n        f.write('x')\n")
     assert not scan(head + "def f(run):\n    return (run / layout.REPORT).read_text(), (run / layout.EVENTS).is_file()\n")
     assert not scan("def f(run):\n    return open(run / 'other.txt').read()\n")
+    copy = "    with sqlite3.connect(run / layout.LLM_CACHE) as a, sqlite3.connect(out / layout.LLM_CACHE) as b:\n"
+    assert not scan(head + "def f(run, out):\n" + copy + "        a.backup(b)\n")
+    assert scan(head + "def f(run, out):\n" + copy + "        a.backup(b)\n        a.execute('select 1')\n")
 
 
 def test_run_files_are_read_only_through_run():

@@ -19,6 +19,13 @@ from socialgym.rundir.runs import RunFileError, load_tie_matrix
 _UNREADABLE = object()
 
 
+def _json_file(name: str, doc: str) -> cached_property:
+    """A JSON object file of the run, read on first use (:meth:`Run._json`)."""
+    reader = cached_property(lambda run: run._json(name))
+    reader.__doc__ = doc
+    return reader
+
+
 class Run:
     """A run directory (``socialgym run``, ``resume``, ``fork``), each file read on first use and kept.
 
@@ -73,8 +80,11 @@ class Run:
     def notice(self, name: str) -> str | None:
         """What is wrong with ``name`` (or the first damaged file in folder ``name``), the file
         named relative to the run; None when nothing is."""
-        found = next((m for k, m in self.damaged.items() if k == name or k.startswith(name + "/")), None)
+        found = self._damage_of(name)
         return None if found is None else found.replace(f"{self.path}{os.sep}", "")
+
+    def _damage_of(self, name: str) -> str | None:
+        return next((m for k, m in self.damaged.items() if k == name or k.startswith(name + "/")), None)
 
     def _read(self, name: str) -> None:
         reader = _READERS.get(name)
@@ -88,8 +98,7 @@ class Run:
         """Read ``names`` and raise :class:`RunFileError` for the first that is damaged."""
         for name in names:
             self._read(name)
-            found = next((m for k, m in self.damaged.items() if k == name or k.startswith(name + "/")), None)
-            if found is not None:
+            if (found := self._damage_of(name)) is not None:
                 raise RunFileError(found)
 
     def require(self, *names: str) -> None:
@@ -110,19 +119,9 @@ class Run:
             return None
         return value
 
-    @cached_property
-    def summary(self) -> dict | None:
-        """summary.json: status, problems, rounds completed, agents, groups, final means."""
-        return self._json(layout.SUMMARY)
-
-    @cached_property
-    def info(self) -> dict | None:
-        """run.json: the run's id, sweep condition, replicate, seed, config changes, fork origin."""
-        return self._json(layout.RUN_INFO)
-
-    @cached_property
-    def personas(self) -> dict | None:
-        return self._json(layout.PERSONAS)
+    summary = _json_file(layout.SUMMARY, "summary.json: status, problems, rounds completed, agents, groups, final means.")
+    info = _json_file(layout.RUN_INFO, "run.json: the run's id, sweep condition, replicate, seed, config changes, fork origin.")
+    personas = _json_file(layout.PERSONAS, "personas.json: each agent's persona.")
 
     @cached_property
     def config_text(self) -> str | None:
@@ -173,20 +172,9 @@ class Run:
         header, rows = self.table(name)
         return [dict(zip(header, row)) for row in rows]
 
-    @property
-    def rounds(self) -> list[dict[str, str]]:
-        """rounds.csv: one record per agent and round."""
-        return self.records(layout.ROUNDS)
-
-    @property
-    def network(self) -> list[dict[str, str]]:
-        """network.csv: one record per round."""
-        return self.records(layout.NETWORK)
-
-    @property
-    def surveys(self) -> list[dict[str, str]]:
-        """surveys.csv: one record per agent, item and round."""
-        return self.records(layout.SURVEYS)
+    rounds = property(lambda self: self.records(layout.ROUNDS), doc="rounds.csv: one record per agent and round.")
+    network = property(lambda self: self.records(layout.NETWORK), doc="network.csv: one record per round.")
+    surveys = property(lambda self: self.records(layout.SURVEYS), doc="surveys.csv: one record per agent, item and round.")
 
     def lines(self, name: str) -> list[dict | None]:
         """A JSON-lines file of the run: each non-empty line's object, None for a line that is no
@@ -200,10 +188,8 @@ class Run:
                     self.damage(name, f"could not be read to the end ({type(exc).__name__})")
         return self._lines[name]
 
-    @property
-    def events(self) -> list[dict | None]:
-        """events.jsonl: posts, comments, DMs, votes, tie updates and interventions."""
-        return self.lines(layout.EVENTS)
+    events = property(lambda self: self.lines(layout.EVENTS),
+                      doc="events.jsonl: posts, comments, DMs, votes, tie updates and interventions.")
 
     def survey_means(self) -> dict[str, tuple[str, dict[int, float], int]]:
         """surveys.csv read back: ``"<survey>.<item>"`` -> (scale, {round: mean numeric answer},

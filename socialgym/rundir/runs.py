@@ -1,8 +1,9 @@
 """Reading and writing the files of a run directory by what they are, not by their names.
 
-The runner, recorder, report, viewer, compare, fork, sweep and the studies go through these
-(and the names in :mod:`socialgym.rundir.layout`). Readers forgive what a killed run leaves
-behind (a missing or half-written file gives ``default``); writers are atomic.
+The runner, recorder, fork, sweep and the studies write through these (and the names in
+:mod:`socialgym.rundir.layout`); writers are atomic. A run's files are read through
+:class:`socialgym.rundir.run.Run`; the readers left here (summary, run info, the sweep manifest)
+forgive what a killed run leaves behind (a missing or half-written file gives ``default``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from socialgym.rundir import layout
-from socialgym.rundir.files import read_json, read_records, write_json
+from socialgym.rundir.files import read_json, write_json
 
 
 # ---------------------------------------------------------------------------------- what a folder is
@@ -109,11 +110,6 @@ def write_sweep(path: Path, manifest: dict) -> None:
 
 
 # ---------------------------------------------------------------------------------- per-round files
-def read_rounds(run: Path) -> list[dict[str, str]]:
-    """rounds.csv as dicts keyed by its header (raises OSError when it is missing)."""
-    return read_records(Path(run) / layout.ROUNDS)
-
-
 def load_tie_matrix(path: Path, n: int | None = None):
     """The tie matrix in ``path`` (a scipy ``save_npz`` file) as CSR, every array checked before
     scipy touches it: scipy's own loader bounds nothing, and its arithmetic on an index past the

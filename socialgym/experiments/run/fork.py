@@ -48,7 +48,7 @@ from socialgym.experiments.define import (ConfigError, ExperimentConfig, dump_ya
                                          load_config, to_dict)
 from socialgym.experiments.run.recorder import verify_outputs
 from socialgym.experiments.run.runner import CHECKPOINT, CHECKPOINT_VERSION, RunError, config_digest, resume_experiment
-from socialgym.rundir import layout, read_run_info, write_run_info, writes
+from socialgym.rundir import Run, layout, write_run_info, writes
 
 
 # ---------------------------------------------------------------------------------- forking
@@ -153,10 +153,11 @@ def interview_run(src: str | Path, agent: str, question: str, *, round: int | No
 
 
 def _run_meta(src: Path) -> dict:
-    meta = read_run_info(src)
-    if not (src / layout.CONFIG).is_file() or not isinstance(meta, dict):
-        raise RunError(f"{src} is not a run directory (no {layout.CONFIG} / {layout.RUN_INFO})")
-    return meta
+    run = Run(src)
+    if not (src / layout.CONFIG).is_file() or run.info is None:
+        why = run.notice(layout.RUN_INFO) or f"no {layout.CONFIG} / {layout.RUN_INFO}"
+        raise RunError(f"{src} is not a run directory ({why})")
+    return run.info
 
 
 def _check_origin(src: Path, origin: dict, trust: bool) -> None:
