@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from socialgym.platform.population import favourite_topics
 from socialgym.rowops import first_per_row, repeats_in_rows
 
 
@@ -20,10 +21,7 @@ def different_interest_ties(interests: Any, m: int, rng: np.random.Generator) ->
     if m < 0:
         raise ValueError(f"m must be >= 0, got {m}")
     fav = np.asarray(interests)
-    if fav.ndim == 1:                                   # labels: one favourite each
-        _, codes = np.unique(fav, return_inverse=True)
-        fav = np.eye(int(codes.max(initial=0)) + 1, dtype=bool)[codes]
-    fav = fav.astype(bool)
+    fav = (favourite_topics(fav, len(fav)) if fav.ndim == 1 else fav).astype(bool)   # labels: one favourite each
     n = len(fav)
     if m == 0 or n < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)

@@ -210,8 +210,9 @@ def polar_series(run: Run, camp: np.ndarray) -> dict[str, list[float]]:
     comment on (every comment targets an item of the commenter's feed)."""
     index = lambda agent: int(str(agent).rpartition("_")[2])          # noqa: E731  agent_12 -> 12
     items = [(e["round"], index(e["sender"])) for e in run.events if e and e.get("kind") in ("POST", "COM")]
-    comments = [(e["round"], index(e["sender"]), index(e["recipient"])) for e in run.events
-                if e and e.get("kind") == "COM" and e.get("recipient")]
+    c_round, c_sender, c_target = np.array([(e["round"], index(e["sender"]), index(e["recipient"])) for e in run.events
+                                            if e and e.get("kind") == "COM" and e.get("recipient")],
+                                           np.int64).reshape(-1, 3).T
     rounds = np.array([r for r, _ in items], np.int64)
     authors = np.array([a for _, a in items], np.int64)
     out: dict[str, list[float]] = {"supply": [], "chosen": [],
@@ -223,8 +224,8 @@ def polar_series(run: Run, camp: np.ndarray) -> dict[str, list[float]]:
         same, other = per_camp[camp] - own, per_camp[1 - camp]
         total = same + other
         out["supply"].append(float(np.mean(other[total > 0] / total[total > 0])) if (total > 0).any() else float("nan"))
-        picked = [camp[s] != camp[t] for rnd, s, t in comments if rnd == r]
-        out["chosen"].append(float(np.mean(picked)) if picked else float("nan"))
+        now = c_round == r
+        out["chosen"].append(float(np.mean(camp[c_sender[now]] != camp[c_target[now]])) if now.any() else float("nan"))
     return out
 
 
